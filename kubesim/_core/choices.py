@@ -1,0 +1,128 @@
+"""The one source of nondeterminism.
+
+Everything in a run that could differ between two executions (uids, server-side watch
+timeouts, which pod a workload touches, where a fault lands) is *drawn* from a
+:class:`ChoiceSource`. Nothing below the simulation layer calls ``random``, ``uuid4`` or the
+wall clock. That is what makes a run replayable from a seed and, later, shrinkable by
+Hypothesis: a Hypothesis-backed source or a recorded list of draws can stand in for the
+seeded one because every consumer goes through this small protocol.
+
+Sources are split by *name* (``fork("server")``) so that adding a draw in one subsystem does
+not reshuffle every other subsystem's stream (TigerBeetle's per-subsystem PRNGs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from typing import Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+
+class ReplayExhausted(LookupError):
+    """A replayed run asked for more choices than the recording holds."""
+
+
+@runtime_checkable
+class ChoiceSource(Protocol):
+    """Where every nondeterministic decision comes from.
+
+    Contract: ``integer(lo, hi)`` returns an int in ``[lo, hi]`` (both inclusive), and the
+    *shrink target* is ``lo``: a Hypothesis-backed source shrinks towards it, so callers should
+    orient their choices so that ``lo`` means "the boring option" (no fault, no preemption).
+    """
+
+    def integer(self, lo: int, hi: int) -> int: ...
+
+    def fork(self, name: str) -> ChoiceSource: ...
+
+
+def _seed_bytes(seed: int | str, name: str) -> bytes:
+    # sha256 is stable across processes and Python versions, unlike hash().
+    return hashlib.sha256(f"{seed}/{name}".encode()).digest()
+
+
+class SeededChoices:
+    """A :class:`ChoiceSource` driven by a seeded PRNG, one independent stream per name."""
+
+    def __init__(self, seed: int | str, *, name: str = "root") -> None:
+        if not isinstance(seed, int | str) or isinstance(seed, bool):
+            raise TypeError(f"seed must be an int or a str, got seed={seed!r} ({type(seed).__name__})")
+        self.seed = seed
+        self.name = name
+        self._rng = random.Random(_seed_bytes(seed, name))
+        self.draws = 0
+
+    def integer(self, lo: int, hi: int) -> int:
+        if lo > hi:
+            raise ValueError(f"integer() needs lo <= hi, got lo={lo}, hi={hi}")
+        self.draws += 1
+        return lo + self._rng.randrange(hi - lo + 1)
+
+    def fork(self, name: str) -> SeededChoices:
+        return SeededChoices(self.seed, name=f"{self.name}/{name}")
+
+    def __repr__(self) -> str:
+        return f"SeededChoices(seed={self.seed!r}, name={self.name!r})"
+
+
+class RecordingChoices:
+    """Wraps a source and records every draw, so the run can be replayed from the record."""
+
+    def __init__(self, inner: ChoiceSource, *, log: list[tuple[str, int]] | None = None) -> None:
+        self._inner = inner
+        self.log: list[tuple[str, int]] = [] if log is None else log
+        self._name = getattr(inner, "name", "root")
+
+    def integer(self, lo: int, hi: int) -> int:
+        value = self._inner.integer(lo, hi)
+        self.log.append((self._name, value))
+        return value
+
+    def fork(self, name: str) -> RecordingChoices:
+        return RecordingChoices(self._inner.fork(name), log=self.log)
+
+
+class ReplayChoices:
+    """Replays recorded draws per stream name; a stand-in proving the seam is narrow."""
+
+    def __init__(self, log: Sequence[tuple[str, int]], *, name: str = "root") -> None:
+        self._streams: dict[str, list[int]] = {}
+        for stream, value in log:
+            self._streams.setdefault(stream, []).append(value)
+        self._positions: dict[str, int] = {}
+        self.name = name
+
+    def integer(self, lo: int, hi: int) -> int:
+        values = self._streams.get(self.name, [])
+        position = self._positions.get(self.name, 0)
+        if position >= len(values):
+            raise ReplayExhausted(f"stream {self.name!r} has only {len(values)} recorded draws")
+        self._positions[self.name] = position + 1
+        value = values[position]
+        if not lo <= value <= hi:
+            raise ReplayExhausted(
+                f"stream {self.name!r} draw {position} recorded {value}, outside [{lo}, {hi}] now: "
+                "the code asking for choices changed since the recording"
+            )
+        return value
+
+    def fork(self, name: str) -> ReplayChoices:
+        child = ReplayChoices([], name=f"{self.name}/{name}")
+        child._streams = self._streams
+        child._positions = self._positions
+        return child
+
+
+def choose(source: ChoiceSource, options: Sequence[T]) -> T:
+    """Pick one of ``options``; the first one is the shrink target."""
+    if not options:
+        raise ValueError("choose() needs at least one option")
+    return options[source.integer(0, len(options) - 1)]
+
+
+def uniform(source: ChoiceSource, lo: float, hi: float, *, resolution: int = 1_000_000) -> float:
+    """A float in ``[lo, hi)`` with ``resolution`` steps; integer draws keep replays exact."""
+    return lo + (hi - lo) * source.integer(0, resolution - 1) / resolution

@@ -1,0 +1,42 @@
+"""The trace of a run: an ordered record of what happened, with a stable hash.
+
+Two runs with the same seed must produce the same trace hash (the determinism contract in
+ARCHITECTURE.md). Records are tuples of str/int/float/None; the hash is sha256 over a
+canonical encoding, updated as records arrive, so a long run does not have to keep every
+record in memory. The most recent records are kept for failure reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Iterator
+
+Field = str | int | float | bool | None
+
+
+class Trace:
+    def __init__(self, *, keep_last: int = 200) -> None:
+        self._hasher = hashlib.sha256()
+        self.count = 0
+        self.recent: deque[tuple[Field, ...]] = deque(maxlen=keep_last)
+
+    def record(self, kind: str, *fields: Field) -> None:
+        entry = (kind, *fields)
+        # repr() of these primitive types is canonical and version-stable.
+        self._hasher.update(repr(entry).encode())
+        self._hasher.update(b"\n")
+        self.count += 1
+        self.recent.append(entry)
+
+    def hexdigest(self) -> str:
+        return self._hasher.copy().hexdigest()
+
+    def short_hash(self) -> str:
+        return self.hexdigest()[:16]
+
+    def __iter__(self) -> Iterator[tuple[Field, ...]]:
+        return iter(self.recent)
+
+    def __repr__(self) -> str:
+        return f"<Trace {self.count} records hash={self.short_hash()}>"

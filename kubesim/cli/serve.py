@@ -1,0 +1,52 @@
+"""``kubesim serve``: the fake API server over HTTP, with virtual time following the wall clock."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from kubesim.server.apiserver import DEFAULT_HISTORY_WINDOW, APIServer
+from kubesim.transport.http import HTTPTransport, write_kubeconfig
+
+# How often virtual time catches up with the wall clock (firing watch timeouts and bookmarks).
+TICK_SECONDS = 0.05
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kubesim.cli.main import _seed
+
+    api = APIServer(
+        seed=_seed(args.seed),
+        history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
+        bookmark_interval=args.bookmark_interval,
+    )
+    if args.pods:
+        from kubesim.workload.pods import populate_pods
+
+        populate_pods(api, api.choices.fork("workload"), pods=args.pods)
+    try:
+        transport = HTTPTransport(
+            api, host=args.host, port=args.port, allow_non_loopback=args.allow_non_loopback
+        )
+    except (ValueError, OSError) as exc:
+        print(f"kubesim serve: {exc}", file=sys.stderr)
+        return 2
+    transport.start()
+    print(f"kubesim serving at {transport.url}", flush=True)
+    if args.kubeconfig:
+        write_kubeconfig(args.kubeconfig, transport.url)
+        print(f"kubeconfig written to {args.kubeconfig}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    started = time.monotonic()
+    try:
+        while not stop.wait(TICK_SECONDS):
+            api.advance_to(time.monotonic() - started)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        transport.close()
+    return 0

@@ -1,0 +1,760 @@
+"""The fake API server: Kubernetes verbs over versioned storage, watchers and faults.
+
+:class:`APIServer` knows nothing of HTTP or of the ``kubernetes`` package. Its verbs take and
+return plain JSON-like dicts and raise :class:`~kubesim.server.status.StatusError` with the
+exact Status kube-apiserver would send. :mod:`kubesim.server.routes` maps requests onto these
+verbs; transports (in-process adapters, the HTTP server) sit in front of that.
+
+Thread safety: every public method takes :attr:`APIServer.lock`; :attr:`APIServer.changed`
+(a condition on that lock) is notified after every write, watch end and fault, so a transport
+waiting for a watch line can wake up.
+
+Determinism: uids, generated names and default watch timeouts are drawn from the server's
+:class:`~kubesim._core.ChoiceSource`; timestamps come from its
+:class:`~kubesim._core.VirtualClock`. Same seed and same requests give the same bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
+from kubesim.server import status as st
+from kubesim.server.encoding import canonical_object, deep_copy, dumps
+from kubesim.server.patch import apply_patch
+from kubesim.server.resources import ResourceType, builtin_resources
+from kubesim.server.selectors import FieldSelector, LabelSelector
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Key, Storage, Stored
+from kubesim.server.validation import validate_object
+from kubesim.server.watch import (
+    WaitPolicy,
+    Watcher,
+    WatchEnd,
+    WatchStream,
+    initial_events_end_line,
+    initial_lines,
+)
+
+JSON = dict[str, Any]
+
+DEFAULT_HISTORY_WINDOW = 10_000
+DEFAULT_BOOKMARK_INTERVAL = 60.0  # apiserver cacher.go defaultBookmarkFrequency
+DEFAULT_MIN_REQUEST_TIMEOUT = 1800.0  # kube-apiserver --min-request-timeout
+DEFAULT_WATCH_BUFFER = 10_000
+DEFAULT_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+_GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/rand
+
+
+class AutojumpWait:
+    """Default wait policy for in-process use with no simulation driving time.
+
+    Nothing else can happen while the only caller waits, so virtual time jumps to the next
+    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task.
+    """
+
+    def wait(self, stream: WatchStream) -> None:
+        server = stream.server
+        with server.lock:
+            if stream.watcher.ended is None and not stream.watcher.has_ready():
+                if not server.clock.jump_to_next_deadline():
+                    raise RuntimeError("watch would block forever: no timer is pending")
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """One page of a list: the items (as stored) and the list metadata."""
+
+    resource: ResourceType
+    items: list[Stored]
+    resource_version: int
+    continue_token: str | None
+    remaining: int | None
+
+
+class APIServer:
+    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed."""
+
+    def __init__(
+        self,
+        *,
+        seed: int | str = 0,
+        choices: ChoiceSource | None = None,
+        clock: VirtualClock | None = None,
+        trace: Trace | None = None,
+        history_window: int = DEFAULT_HISTORY_WINDOW,
+        bookmark_interval: float | None = DEFAULT_BOOKMARK_INTERVAL,
+        min_request_timeout: float = DEFAULT_MIN_REQUEST_TIMEOUT,
+        watch_buffer: int | None = DEFAULT_WATCH_BUFFER,
+        watch_list: bool = True,
+        expired_reason: str = "Expired",
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        wait_policy: WaitPolicy | None = None,
+    ) -> None:
+        if not isinstance(history_window, int) or history_window < 1:
+            raise ValueError(f"history_window must be an int >= 1, got history_window={history_window!r}")
+        if bookmark_interval is not None and bookmark_interval <= 0:
+            raise ValueError(
+                f"bookmark_interval must be > 0 seconds or None, got bookmark_interval={bookmark_interval!r}"
+            )
+        if expired_reason not in ("Expired", "Gone"):
+            raise ValueError(f"expired_reason must be 'Expired' or 'Gone', got {expired_reason!r}")
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.choices = choices if choices is not None else SeededChoices(seed, name="server")
+        self._uid_choices = self.choices.fork("uid")
+        self._name_choices = self.choices.fork("generateName")
+        self._timeout_choices = self.choices.fork("watchTimeout")
+        self.clock = clock if clock is not None else VirtualClock()
+        self.trace = trace if trace is not None else Trace()
+        self.storage = Storage(window=history_window)
+        self.bookmark_interval = bookmark_interval
+        self.min_request_timeout = min_request_timeout
+        self.watch_buffer = watch_buffer
+        self.watch_list = watch_list
+        self.expired_reason = expired_reason
+        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else AutojumpWait()
+        self._resources: dict[tuple[str, str, str], ResourceType] = {}
+        self._watchers: dict[int, Watcher] = {}
+        self._watch_ids = itertools.count(1)
+        self.request_count = 0
+        for resource in builtin_resources():
+            self.register(resource)
+        self.namespace_resource = self.resource("namespaces")
+        for name in namespaces:
+            self.create(self.namespace_resource, {"metadata": {"name": name}})
+        if bookmark_interval is not None:
+            self.clock.call_later(bookmark_interval, self._bookmark_tick)
+
+    # -- resource registry ----------------------------------------------------------------
+    def register(self, resource: ResourceType) -> ResourceType:
+        """Serve a resource type (a custom resource, say). Idempotent for the same instance."""
+        key = (resource.group, resource.version, resource.plural)
+        with self.lock:
+            existing = self._resources.get(key)
+            if existing is not None and existing is not resource:
+                raise ValueError(f"a different resource is already registered as {key}")
+            self._resources[key] = resource
+        return resource
+
+    @property
+    def resources(self) -> list[ResourceType]:
+        return list(self._resources.values())
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._resources.get((group, version, plural))
+
+    def resource(self, name: str | ResourceType) -> ResourceType:
+        """Find a resource by plural, kind, singular or short name ("pods", "Pod", "po")."""
+        if isinstance(name, ResourceType):
+            return name
+        group = ""
+        if "." in name:
+            name, _, group = name.partition(".")
+        matches = [
+            r
+            for r in self._resources.values()
+            if (not group or r.group == group)
+            and name in (r.plural, r.kind, r.singular_name, *r.short_names)
+        ]
+        if len(matches) == 1:
+            return matches[0]
+        known = sorted(r.plural + (f".{r.group}" if r.group else "") for r in self._resources.values())
+        if not matches:
+            raise KeyError(f"no resource named {name!r}; known resources: {', '.join(known)}")
+        raise KeyError(f"resource name {name!r} is ambiguous; qualify it with its group ({known})")
+
+    # -- helpers --------------------------------------------------------------------------
+    def _key(self, resource: ResourceType, namespace: str | None, name: str) -> Key:
+        return ((namespace or "") if resource.namespaced else "", name)
+
+    def _new_uid(self) -> str:
+        bits = 0
+        for _ in range(4):
+            bits = (bits << 32) | self._uid_choices.integer(0, 2**32 - 1)
+        return str(uuid.UUID(int=bits, version=4))
+
+    def _generate_name(self, prefix: str) -> str:
+        n = len(_GENERATE_NAME_ALPHABET) - 1
+        return prefix + "".join(_GENERATE_NAME_ALPHABET[self._name_choices.integer(0, n)] for _ in range(5))
+
+    def _require_namespace(self, resource: ResourceType, namespace: str | None) -> str:
+        if not resource.namespaced:
+            return ""
+        if not namespace:
+            raise st.bad_request("the server could not find the requested resource: a namespace is required")
+        if self.storage.get(self.namespace_resource, ("", namespace)) is None:
+            raise st.not_found("namespaces", "", namespace)
+        return namespace
+
+    def _commit(self, resource: ResourceType, key: Key, event_type: str, obj: JSON, old: Stored | None) -> Stored:
+        rv = self.storage.next_rv()
+        obj["metadata"]["resourceVersion"] = str(rv)
+        stored = Stored(obj, rv)
+        event = self.storage.write(resource, key, event_type, stored, old)
+        self.trace.record("write", event_type, resource.plural, key[0], key[1], rv)
+        for watcher in list(self._watchers.values()):
+            if watcher.resource is resource:
+                watcher.offer(event)
+        self.changed.notify_all()
+        return stored
+
+    def _check_body(self, resource: ResourceType, obj: Any, namespace: str | None) -> JSON:
+        if not isinstance(obj, dict):
+            raise st.bad_request(
+                f"the body of the request must be a {resource.kind} object, got {type(obj).__name__}"
+            )
+        kind = obj.get("kind")
+        if kind not in (None, "", resource.kind):
+            raise st.bad_request(
+                f"the kind of the provided object ({kind}) does not match the resource ({resource.kind})"
+            )
+        api_version = obj.get("apiVersion")
+        if api_version not in (None, "", resource.api_version):
+            raise st.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({resource.api_version})"
+            )
+        meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise st.bad_request("metadata must be an object")
+        body_namespace = (meta or {}).get("namespace")
+        if resource.namespaced and body_namespace and namespace and body_namespace != namespace:
+            raise st.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        return obj
+
+    def _invalid_if(self, resource: ResourceType, obj: JSON) -> None:
+        causes = validate_object(resource, obj)
+        if causes:
+            name = obj.get("metadata", {}).get("name") or ""
+            raise st.invalid(resource.kind, resource.group, str(name), causes)
+
+    # -- verbs ----------------------------------------------------------------------------
+    def create(self, resource: str | ResourceType, obj: JSON, *, namespace: str | None = None) -> JSON:
+        """POST: store a new object. Returns the stored object (a copy)."""
+        with self.lock:
+            return deep_copy(self._create(self.resource(resource), obj, namespace).obj)
+
+    def _create(self, resource: ResourceType, obj: Any, namespace: str | None) -> Stored:
+        obj = self._check_body(resource, deep_copy(obj), namespace)
+        meta: JSON = obj.setdefault("metadata", {})
+        if namespace is None and resource.namespaced:
+            namespace = meta.get("namespace") or None
+        namespace = self._require_namespace(resource, namespace) if resource.namespaced else None
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self._generate_name(str(meta["generateName"]))
+        self._invalid_if(resource, obj)
+        key = self._key(resource, namespace, meta["name"])
+        if self.storage.get(resource, key) is not None:
+            raise st.already_exists(resource.plural, resource.group, meta["name"])
+        # Fields the server owns, whatever the client sent.
+        for owned in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "selfLink"):
+            meta.pop(owned, None)
+        if resource.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        meta["uid"] = self._new_uid()
+        meta["creationTimestamp"] = self.clock.timestamp()
+        if resource.generation_fields:
+            meta["generation"] = 1
+        obj["kind"] = resource.kind
+        obj["apiVersion"] = resource.api_version
+        _apply_defaults(resource, obj)
+        return self._commit(resource, key, ADDED, canonical_object(obj), None)
+
+    def get(self, resource: str | ResourceType, name: str, *, namespace: str | None = None) -> JSON:
+        with self.lock:
+            return deep_copy(self._get(self.resource(resource), namespace, name).obj)
+
+    def _get(self, resource: ResourceType, namespace: str | None, name: str) -> Stored:
+        stored = self.storage.get(resource, self._key(resource, namespace, name))
+        if stored is None:
+            raise st.not_found(resource.plural, resource.group, name)
+        return stored
+
+    def update(
+        self,
+        resource: str | ResourceType,
+        obj: JSON,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JSON:
+        """PUT with optimistic concurrency on ``metadata.resourceVersion`` (when set)."""
+        with self.lock:
+            res = self.resource(resource)
+            name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+            if not name:
+                raise st.bad_request("name is required in metadata for an update")
+            return deep_copy(self._update(res, namespace, str(name), obj, subresource).obj)
+
+    def _update(
+        self, resource: ResourceType, namespace: str | None, name: str, obj: Any, subresource: str | None
+    ) -> Stored:
+        obj = self._check_body(resource, deep_copy(obj), namespace)
+        meta: JSON = obj.setdefault("metadata", {})
+        if meta.get("name") not in (None, name):
+            raise st.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+        key = self._key(resource, namespace, name)
+        current = self.storage.get(resource, key)
+        if current is None:
+            raise st.not_found(resource.plural, resource.group, name)
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
+            raise st.conflict(resource.plural, resource.group, name, st.OPTIMISTIC_LOCK_ERROR)
+        wanted_uid = meta.get("uid")
+        if wanted_uid not in (None, "") and wanted_uid != current.obj["metadata"]["uid"]:
+            raise st.conflict(
+                resource.plural,
+                resource.group,
+                name,
+                f"Precondition failed: UID in precondition: {wanted_uid}, UID in object meta: "
+                f"{current.obj['metadata']['uid']}",
+            )
+        return self._replace(resource, key, current, obj, subresource)
+
+    def _replace(
+        self, resource: ResourceType, key: Key, current: Stored, obj: JSON, subresource: str | None
+    ) -> Stored:
+        old = current.obj
+        meta = obj["metadata"]
+        # Server-owned metadata survives any update.
+        for owned in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if owned in old["metadata"]:
+                meta[owned] = old["metadata"][owned]
+            else:
+                meta.pop(owned, None)
+        if resource.namespaced:
+            meta["namespace"] = key[0]
+        obj["kind"] = resource.kind
+        obj["apiVersion"] = resource.api_version
+        if subresource == "status":
+            # PUT .../status changes only status (registry strategies PrepareForUpdate).
+            obj = {**old, "status": obj.get("status", {})}
+            obj["metadata"] = dict(old["metadata"])
+        elif "status" in old and _has_status_subresource(resource):
+            obj["status"] = old["status"]
+        _apply_defaults(resource, obj)
+        if resource.generation_fields and any(
+            old.get(f) != obj.get(f) for f in resource.generation_fields
+        ):
+            meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        self._invalid_if(resource, obj)
+        obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        new = canonical_object(obj)
+        if new == old:
+            return current  # etcd GuaranteedUpdate writes nothing for a no-op update
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return self._commit_delete(resource, key, current, new)
+        return self._commit(resource, key, MODIFIED, new, current)
+
+    def patch(
+        self,
+        resource: str | ResourceType,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        patch_type: str = "application/merge-patch+json",
+        subresource: str | None = None,
+    ) -> JSON:
+        with self.lock:
+            res = self.resource(resource)
+            return deep_copy(self._patch(res, namespace, name, patch, patch_type, subresource).obj)
+
+    def _patch(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str,
+        subresource: str | None,
+    ) -> Stored:
+        from kubesim.server.patch import PatchError, PatchTestFailed
+
+        key = self._key(resource, namespace, name)
+        current = self.storage.get(resource, key)
+        if current is None:
+            raise st.not_found(resource.plural, resource.group, name)
+        try:
+            patched = apply_patch(current.obj, patch, patch_type)
+        except PatchTestFailed as exc:
+            raise st.invalid(resource.kind, resource.group, name, [{"message": str(exc)}]) from exc
+        except PatchError as exc:
+            raise st.bad_request(str(exc)) from exc
+        if not isinstance(patched, dict):
+            raise st.bad_request("the patched object is not a JSON object")
+        meta = patched.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise st.bad_request("metadata must be an object")
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
+            raise st.conflict(resource.plural, resource.group, name, st.OPTIMISTIC_LOCK_ERROR)
+        if meta.get("name") != name:
+            raise st.bad_request("metadata.name cannot be changed by a patch")
+        return self._replace(resource, key, current, self._check_body(resource, patched, namespace), subresource)
+
+    def delete(
+        self,
+        resource: str | ResourceType,
+        name: str,
+        *,
+        namespace: str | None = None,
+        preconditions: JSON | None = None,
+    ) -> JSON:
+        """DELETE: immediate, as with a zero grace period, unless finalizers hold the object."""
+        with self.lock:
+            res = self.resource(resource)
+            return self._delete(res, namespace, name, preconditions or {})
+
+    def _delete(self, resource: ResourceType, namespace: str | None, name: str, preconditions: JSON) -> JSON:
+        key = self._key(resource, namespace, name)
+        current = self.storage.get(resource, key)
+        if current is None:
+            raise st.not_found(resource.plural, resource.group, name)
+        meta = current.obj["metadata"]
+        if preconditions.get("resourceVersion") not in (None, "") and str(
+            preconditions["resourceVersion"]
+        ) != str(current.rv):
+            raise st.conflict(
+                resource.plural,
+                resource.group,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
+                f"ResourceVersion in object meta: {current.rv}",
+            )
+        if preconditions.get("uid") not in (None, "") and preconditions["uid"] != meta["uid"]:
+            raise st.conflict(
+                resource.plural,
+                resource.group,
+                name,
+                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {meta['uid']}",
+            )
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return deep_copy(current.obj)
+            marked = deep_copy(current.obj)
+            marked["metadata"]["deletionTimestamp"] = self.clock.timestamp()
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            return deep_copy(self._commit(resource, key, MODIFIED, canonical_object(marked), current).obj)
+        deleted = self._commit_delete(resource, key, current, deep_copy(current.obj))
+        if resource.return_deleted_object:
+            return deep_copy(deleted.obj)
+        return st.success(
+            {"name": name, "group": resource.group, "kind": resource.plural, "uid": meta["uid"]}
+            if resource.group
+            else {"name": name, "kind": resource.plural, "uid": meta["uid"]}
+        )
+
+    def _commit_delete(self, resource: ResourceType, key: Key, current: Stored, last: JSON) -> Stored:
+        # DELETED carries the last state stamped with the deletion RV (etcd3 watcher.go).
+        return self._commit(resource, key, DELETED, last, current)
+
+    def list(
+        self,
+        resource: str | ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> list[JSON]:
+        """The current objects (copies), in key order. The HTTP list path is :meth:`list_page`."""
+        with self.lock:
+            res = self.resource(resource)
+            labels = _parse_label_selector(label_selector)
+            fields = _parse_field_selector(res, field_selector)
+            return [
+                deep_copy(stored.obj)
+                for _, stored in self.storage.items(res, namespace=namespace)
+                if _selected(res, stored, labels, fields)
+            ]
+
+    def list_page(
+        self,
+        resource: ResourceType,
+        *,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        rv: int | None,
+        exact: bool,
+        limit: int | None,
+        start: Key | None,
+    ) -> ListResult:
+        """One page of a list at ``rv`` (None: the current RV), from key ``start``."""
+        with self.lock:
+            storage = self.storage
+            if rv is None or (not exact and rv <= storage.rv):
+                list_rv = storage.rv
+                source = storage.items(resource, namespace=namespace, start=start)
+            else:
+                if rv > storage.rv:
+                    raise too_large_resource_version(rv, storage.rv)
+                if rv < storage.compacted_rv:
+                    raise st.expired("The resourceVersion for the provided list is too old.")
+                list_rv = rv
+                source = storage.snapshot(resource, rv, namespace=namespace, start=start)
+            items: list[Stored] = []
+            next_key: Key | None = None
+            remaining = 0
+            for key, stored in source:
+                if not _selected(resource, stored, labels, fields):
+                    continue
+                if limit is not None and len(items) >= limit:
+                    if next_key is None:
+                        next_key = key
+                    remaining += 1
+                    if not (labels.empty() and fields.empty()):
+                        break  # remainingItemCount is not reported with selectors
+                    continue
+                items.append(stored)
+            token = None
+            remaining_count: int | None = None
+            if next_key is not None:
+                from kubesim.server.continuation import encode_continue
+
+                token = encode_continue(list_rv, next_key)
+                if labels.empty() and fields.empty():
+                    remaining_count = remaining
+            return ListResult(resource, items, list_rv, token, remaining_count)
+
+    # -- watch ----------------------------------------------------------------------------
+    def watch(
+        self,
+        resource: ResourceType,
+        *,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        resource_version: str | None = None,
+        allow_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        timeout_seconds: float | None = None,
+    ) -> WatchStream:
+        """Open a watch. Errors after "admission" come as an ERROR event on the stream (cacher.go)."""
+        with self.lock:
+            labels = labels or LabelSelector.parse("")
+            fields = fields or FieldSelector.parse("")
+            ident = next(self._watch_ids)
+            watcher = Watcher(
+                ident=ident,
+                resource=resource,
+                namespace=namespace if resource.namespaced else None,
+                label_selector=labels,
+                field_selector=fields,
+                allow_bookmarks=allow_bookmarks,
+                buffer_limit=self.watch_buffer,
+                on_close=self._forget_watcher,
+            )
+            self._watchers[ident] = watcher
+            stream = WatchStream(self, watcher)
+            storage = self.storage
+            rv_text = resource_version or ""
+            self.trace.record("watch", ident, resource.plural, namespace, rv_text, storage.rv)
+            if timeout_seconds is None or timeout_seconds <= 0:
+                # handlers/get.go: minRequestTimeout * (1 + rand) when the client sets none.
+                timeout_seconds = uniform(
+                    self._timeout_choices, self.min_request_timeout, 2 * self.min_request_timeout
+                )
+            deadline = self.clock.now() + timeout_seconds
+            watcher.timers.append(self.clock.call_at(deadline, lambda: self._timeout(watcher)))
+            if allow_bookmarks and timeout_seconds > 2:
+                # cache_watcher.go: a bookmark shortly before the deadline.
+                watcher.timers.append(
+                    self.clock.call_at(deadline - 2, lambda: self._bookmark_one(watcher))
+                )
+            watch_list = send_initial_events is True
+            if send_initial_events is None:
+                # ListOptions.SendInitialEvents: defaults to true for RV "" and "0" (legacy).
+                send_initial_events = rv_text in ("", "0")
+            if send_initial_events:
+                lines = initial_lines(storage.items(resource, namespace=watcher.namespace), watcher)
+                if watch_list and allow_bookmarks:
+                    # cacher.go setInitialEventsEndBookmarkIfRequested: only with bookmarks allowed.
+                    lines = itertools.chain(lines, [initial_events_end_line(resource, storage.rv)])
+                watcher.set_initial(lines)
+            elif rv_text not in ("", "0"):
+                start = int(rv_text)
+                if start < storage.compacted_rv:
+                    # Past admission, errors are an ERROR event, then a clean close (cacher.go).
+                    watcher.push_line(self._expired_line(start))
+                    watcher.close_when_drained()
+                else:
+                    for event in storage.events_after(start):
+                        if event.resource is resource:
+                            watcher.offer(event)
+            return stream
+
+    def _expired_line(self, requested: int) -> bytes:
+        status = st.failure(
+            410,
+            self.expired_reason,
+            f"too old resource version: {requested} ({self.storage.compacted_rv})",
+        )
+        return b'{"type":"ERROR","object":' + dumps(status) + b"}\n"
+
+    def _forget_watcher(self, watcher: Watcher) -> None:
+        self._watchers.pop(watcher.ident, None)
+        self.trace.record("watch-end", watcher.ident, watcher.ended.value if watcher.ended else None)
+        self.changed.notify_all()
+
+    def _timeout(self, watcher: Watcher) -> None:
+        with self.lock:
+            watcher.end(WatchEnd.CLOSED)
+
+    def _bookmark_one(self, watcher: Watcher) -> None:
+        with self.lock:
+            if watcher.ended is None and not watcher.has_ready():
+                watcher.bookmark(self.storage.rv)
+                self.changed.notify_all()
+
+    def _bookmark_tick(self) -> None:
+        with self.lock:
+            for watcher in list(self._watchers.values()):
+                if watcher.allow_bookmarks and not watcher.has_ready():
+                    watcher.bookmark(self.storage.rv)
+            self.changed.notify_all()
+            if self.bookmark_interval is not None:
+                self.clock.call_later(self.bookmark_interval, self._bookmark_tick)
+
+    # -- faults ---------------------------------------------------------------------------
+    @property
+    def open_watches(self) -> int:
+        with self.lock:
+            return len(self._watchers)
+
+    def expire_watches(self) -> int:
+        """Close every open watch cleanly, as a server-side timeout would. Returns how many."""
+        return self._end_all(WatchEnd.CLOSED, "expire_watches")
+
+    def drop_watches(self) -> int:
+        """Cut every open watch abruptly (no terminating chunk). Returns how many."""
+        return self._end_all(WatchEnd.DROPPED, "drop_watches")
+
+    def _end_all(self, how: WatchEnd, verb: str) -> int:
+        with self.lock:
+            watchers = list(self._watchers.values())
+            self.trace.record("fault", verb, len(watchers))
+            for watcher in watchers:
+                watcher.end(how)
+            self.changed.notify_all()
+            return len(watchers)
+
+    def compact(self) -> int:
+        """Drop the whole history: later watches and lists from older RVs get 410 Expired."""
+        with self.lock:
+            floor = self.storage.compact()
+            self.trace.record("fault", "compact", floor)
+            self.changed.notify_all()
+            return floor
+
+    @property
+    def resource_version(self) -> int:
+        return self.storage.rv
+
+    # -- time -----------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        with self.lock:
+            self.clock.advance(seconds)
+            self.changed.notify_all()
+
+    def advance_to(self, when: float) -> None:
+        with self.lock:
+            self.clock.advance_to(when)
+            self.changed.notify_all()
+
+
+def too_large_resource_version(requested: int, current: int) -> st.StatusError:
+    return st.timeout(
+        f"Too large resource version: {requested}, current: {current}",
+        causes=[
+            {
+                "reason": "ResourceVersionTooLarge",
+                "message": "Too large resource version",
+            }
+        ],
+        retry_after=1,
+    )
+
+
+def _has_status_subresource(resource: ResourceType) -> bool:
+    return resource.group in ("", "apps") and resource.kind in (
+        "Pod",
+        "Node",
+        "Namespace",
+        "Service",
+        "Deployment",
+        "ReplicaSet",
+        "DaemonSet",
+        "StatefulSet",
+    )
+
+
+def _apply_defaults(resource: ResourceType, obj: JSON) -> None:
+    """The few defaults clients commonly read (pkg/apis/core/v1/defaults.go)."""
+    if resource.group == "" and resource.kind == "Pod":
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("dnsPolicy", "ClusterFirst")
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+        status = obj.setdefault("status", {})
+        if isinstance(status, dict):
+            status.setdefault("phase", "Pending")
+    elif resource.group == "" and resource.kind == "Namespace":
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        obj.setdefault("status", {"phase": "Active"})
+
+
+def _parse_label_selector(text: str) -> LabelSelector:
+    from kubesim.server.selectors import SelectorError
+
+    try:
+        return LabelSelector.parse(text)
+    except SelectorError as exc:
+        raise st.bad_request(str(exc)) from exc
+
+
+def _parse_field_selector(resource: ResourceType, text: str) -> FieldSelector:
+    from kubesim.server.selectors import SelectorError
+
+    try:
+        selector = FieldSelector.parse(text)
+    except SelectorError as exc:
+        raise st.bad_request(str(exc)) from exc
+    for field_name, _, _ in selector.requirements():
+        name = resource.field_aliases.get(field_name, field_name)
+        if name not in resource.selectable_fields:
+            raise st.bad_request(f'field label not supported: {field_name}')
+    if resource.field_aliases and any(f in resource.field_aliases for f, _, _ in selector.requirements()):
+        selector = FieldSelector.parse(
+            ",".join(
+                f"{resource.field_aliases.get(f, f)}{'=' if op == '=' else '!='}{_escape(v)}"
+                for f, op, v in selector.requirements()
+            )
+        )
+    return selector
+
+
+def _escape(value: str) -> str:
+    from kubesim.server.selectors import escape_field_value
+
+    return escape_field_value(value)
+
+
+def _selected(resource: ResourceType, stored: Stored, labels: LabelSelector, fields: FieldSelector) -> bool:
+    if not labels.empty() and not labels.matches(stored.obj["metadata"].get("labels")):
+        return False
+    return fields.empty() or fields.matches(resource.fields_of(stored.obj))

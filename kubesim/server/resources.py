@@ -1,0 +1,189 @@
+"""Resource types the fake API server serves: built-in kinds and registered custom ones.
+
+A :class:`ResourceType` is what discovery advertises (``APIResource``) plus what the storage
+layer needs: whether the kind is namespaced, which fields a field selector may name, and
+whether DELETE answers with the object or with a ``Status``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+FieldGetter = Callable[[JSON], str]
+
+STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+def _path(*keys: str, default: str = "") -> FieldGetter:
+    def get(obj: JSON) -> str:
+        node: Any = obj
+        for key in keys:
+            if not isinstance(node, dict):
+                return default
+            node = node.get(key)
+        if node is None:
+            return default
+        if isinstance(node, bool):  # Go formats bools as "true"/"false"
+            return "true" if node else "false"
+        return str(node)
+
+    return get
+
+
+# Every kind supports these two (apimachinery ``fields.ObjectMetaFieldsSet``).
+_META_FIELDS: dict[str, FieldGetter] = {
+    "metadata.name": _path("metadata", "name"),
+    "metadata.namespace": _path("metadata", "namespace"),
+}
+
+# kubernetes/kubernetes pkg/registry/core/pod/strategy.go, ToSelectableFields.
+_POD_FIELDS: dict[str, FieldGetter] = {
+    **_META_FIELDS,
+    "spec.nodeName": _path("spec", "nodeName"),
+    "spec.restartPolicy": _path("spec", "restartPolicy"),
+    "spec.schedulerName": _path("spec", "schedulerName"),
+    "spec.serviceAccountName": _path("spec", "serviceAccountName"),
+    "spec.hostNetwork": _path("spec", "hostNetwork", default="false"),
+    "status.phase": _path("status", "phase"),
+    "status.podIP": _path("status", "podIP"),
+    "status.nominatedNodeName": _path("status", "nominatedNodeName"),
+}
+# pkg/registry/core/node/strategy.go: NodeToSelectableFields.
+_NODE_FIELDS = {**_META_FIELDS, "spec.unschedulable": _path("spec", "unschedulable", default="false")}
+# pkg/registry/core/namespace/strategy.go.
+_NAMESPACE_FIELDS = {**_META_FIELDS, "status.phase": _path("status", "phase")}
+# pkg/registry/core/secret/strategy.go.
+_SECRET_FIELDS = {**_META_FIELDS, "type": _path("type")}
+# pkg/registry/apps/replicaset/strategy.go.
+_REPLICASET_FIELDS = {**_META_FIELDS, "status.replicas": _path("status", "replicas", default="0")}
+
+# Legacy field labels converted before matching (pkg/apis/core/v1/conversion.go).
+_POD_FIELD_ALIASES = {"spec.host": "spec.nodeName"}
+
+
+@dataclass(frozen=True, eq=False)
+class ResourceType:
+    """One REST resource, e.g. ``pods`` in core/v1 or ``deployments`` in apps/v1.
+
+    Compared and hashed by identity: a server holds exactly one instance per resource.
+    """
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    selectable_fields: Mapping[str, FieldGetter] = field(default_factory=lambda: dict(_META_FIELDS))
+    field_aliases: Mapping[str, str] = field(default_factory=dict)
+    # apiserver registry stores set ReturnDeletedObject for pods; most others answer a Status.
+    return_deleted_object: bool = False
+    # Custom resources: list items keep kind/apiVersion (they are unstructured objects).
+    list_items_have_type: bool = False
+    # Fields whose change bumps metadata.generation ("spec" for most kinds).
+    generation_fields: tuple[str, ...] = ("spec",)
+    categories: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    def path_prefix(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def fields_of(self, obj: JSON) -> dict[str, str]:
+        return {name: get(obj) for name, get in self.selectable_fields.items()}
+
+
+def _core(kind: str, plural: str, **kw: Any) -> ResourceType:
+    return ResourceType(group="", version="v1", kind=kind, plural=plural, **kw)
+
+
+def _apps(kind: str, plural: str, **kw: Any) -> ResourceType:
+    return ResourceType(group="apps", version="v1", kind=kind, plural=plural, **kw)
+
+
+def builtin_resources() -> list[ResourceType]:
+    return [
+        _core(
+            "Pod",
+            "pods",
+            short_names=("po",),
+            selectable_fields=_POD_FIELDS,
+            field_aliases=_POD_FIELD_ALIASES,
+            return_deleted_object=True,
+            generation_fields=(),
+            categories=("all",),
+        ),
+        _core(
+            "Node",
+            "nodes",
+            namespaced=False,
+            short_names=("no",),
+            selectable_fields=_NODE_FIELDS,
+            generation_fields=(),
+        ),
+        _core(
+            "Namespace",
+            "namespaces",
+            namespaced=False,
+            short_names=("ns",),
+            selectable_fields=_NAMESPACE_FIELDS,
+            verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+            generation_fields=(),
+        ),
+        _core("Service", "services", short_names=("svc",), generation_fields=(), categories=("all",)),
+        _core("ConfigMap", "configmaps", short_names=("cm",), generation_fields=()),
+        _core("Secret", "secrets", selectable_fields=_SECRET_FIELDS, generation_fields=()),
+        _apps("Deployment", "deployments", short_names=("deploy",), categories=("all",)),
+        _apps(
+            "ReplicaSet",
+            "replicasets",
+            short_names=("rs",),
+            selectable_fields=_REPLICASET_FIELDS,
+            categories=("all",),
+        ),
+        _apps("DaemonSet", "daemonsets", short_names=("ds",), categories=("all",)),
+        _apps("StatefulSet", "statefulsets", short_names=("sts",), categories=("all",)),
+    ]
+
+
+def custom_resource(
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    plural: str,
+    namespaced: bool = True,
+    short_names: tuple[str, ...] = (),
+) -> ResourceType:
+    """A custom resource type: selectable by ``metadata.name``/``metadata.namespace`` only."""
+    if not group:
+        raise ValueError("custom_resource() needs a non-empty group, got group=''")
+    return ResourceType(
+        group=group,
+        version=version,
+        kind=kind,
+        plural=plural,
+        namespaced=namespaced,
+        short_names=short_names,
+        return_deleted_object=True,
+        list_items_have_type=True,
+    )

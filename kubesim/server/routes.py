@@ -1,0 +1,501 @@
+"""From a request to a response: the REST surface of the fake API server.
+
+:func:`handle` takes a transport-neutral :class:`Request` (method, path, query string, headers,
+body) and returns a :class:`Response` whose body is either bytes or a
+:class:`~kubesim.server.watch.WatchStream`. It never raises: every failure becomes the
+Kubernetes ``Status`` kube-apiserver would send, and anything unexpected becomes a 500
+``InternalError`` Status rather than a dead server.
+
+Query parameters are parsed the way apimachinery does (``pkg/runtime/conversion.go``): a
+boolean is false only when absent, ``0`` or ``false`` (any case), so ``watch``, ``watch=1``,
+``watch=true`` and ``watch=True`` all open a watch.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesim.server import discovery
+from kubesim.server import status as st
+from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
+from kubesim.server.continuation import InvalidContinue, decode_continue
+from kubesim.server.encoding import JSONDecodeError, dumps, loads
+from kubesim.server.patch import PATCH_TYPES
+from kubesim.server.resources import ResourceType
+from kubesim.server.watch import WatchStream
+
+JSON = dict[str, Any]
+
+MAX_BODY_BYTES = 3 * 1024 * 1024  # apiserver: 3 MiB limit for JSON request bodies
+JSON_TYPE = "application/json"
+_BODY_TYPES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+_PATCH_TYPES_ACCEPTED = ["application/json-patch+json", "application/merge-patch+json",
+                         "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    @classmethod
+    def from_target(cls, method: str, target: str, headers: Mapping[str, str] | None = None,
+                    body: bytes = b"") -> Request:
+        """Build from a request target such as ``/api/v1/pods?watch=1``."""
+        parts = urllib.parse.urlsplit(target)
+        return cls(method.upper(), parts.path or "/", parts.query, dict(headers or {}), body or b"")
+
+    def header(self, name: str) -> str:
+        lowered = name.lower()
+        for key, value in self.headers.items():
+            if key.lower() == lowered:
+                return value
+        return ""
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes | WatchStream
+    content_type: str = JSON_TYPE
+
+    @property
+    def is_watch(self) -> bool:
+        return isinstance(self.body, WatchStream)
+
+    def json(self) -> Any:
+        if isinstance(self.body, WatchStream):
+            raise TypeError("a watch response has no single JSON body")
+        return loads(self.body)
+
+
+def _json(status: int, obj: Any) -> Response:
+    return Response(status, dumps(obj))
+
+
+def _status(error: st.StatusError) -> Response:
+    return Response(error.code, dumps(error.status))
+
+
+# -- query parameters --------------------------------------------------------------------------
+class Query:
+    def __init__(self, raw: str) -> None:
+        self._values = urllib.parse.parse_qs(raw, keep_blank_values=True)
+
+    def get(self, name: str) -> str | None:
+        values = self._values.get(name)
+        return values[0] if values else None
+
+    def flag(self, name: str) -> bool:
+        """apimachinery Convert_Slice_string_To_bool: absent, "0" and "false" are false."""
+        value = self.get(name)
+        if value is None:
+            return False
+        return value.lower() not in ("0", "false")
+
+    def tristate(self, name: str) -> bool | None:
+        return None if self.get(name) is None else self.flag(name)
+
+    def integer(self, name: str) -> int | None:
+        value = self.get(name)
+        if value is None or value == "":
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise st.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
+
+
+def _parse_rv(text: str | None) -> int | None:
+    if text in (None, ""):
+        return None
+    assert text is not None
+    if not text.isdigit():
+        # kube-apiserver answers 500 here (kubernetes/kubernetes#139485); the accepted fix is 400.
+        raise st.bad_request(
+            f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing "{text}": invalid syntax'
+        )
+    return int(text)
+
+
+def _list_options_invalid(*causes: JSON) -> st.StatusError:
+    return st.invalid("ListOptions", "meta.k8s.io", "", list(causes))
+
+
+def _forbidden(field_name: str, detail: str) -> JSON:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field_name}
+
+
+def _unsupported(field_name: str, value: str, supported: list[str]) -> JSON:
+    options = ", ".join(f'"{s}"' for s in supported)
+    return {
+        "reason": "FieldValueNotSupported",
+        "message": f'Unsupported value: "{value}": supported values: {options}',
+        "field": field_name,
+    }
+
+
+# -- routing -------------------------------------------------------------------------------
+@dataclass
+class _Target:
+    resource: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    legacy_watch: bool
+
+
+def handle(server: APIServer, request: Request) -> Response:
+    """Serve one request. Never raises."""
+    try:
+        with server.lock:
+            server.request_count += 1
+        return _dispatch(server, request)
+    except st.StatusError as error:
+        return _status(error)
+    except Exception as exc:  # the server must never die on a request; report, don't hide
+        server.trace.record("internal-error", type(exc).__name__, str(exc))
+        return _status(st.internal_error(f"{type(exc).__name__}: {exc}"))
+
+
+def _dispatch(server: APIServer, request: Request) -> Response:
+    path = request.path.rstrip("/") or "/"
+    segments = [urllib.parse.unquote(s) for s in path.split("/")[1:]] if path != "/" else []
+    if segments and segments[0] == "kubesim":
+        return _admin(server, request, segments[1:])
+    _check_acceptable(request)
+    if request.method in ("GET", "HEAD"):
+        fixed = _fixed_document(server, segments)
+        if fixed is not None:
+            return fixed
+    if len(segments) >= 2 and segments[0] == "api" and segments[1] == "v1":
+        return _resource_request(server, request, "", "v1", segments[2:])
+    if len(segments) >= 3 and segments[0] == "apis":
+        return _resource_request(server, request, segments[1], segments[2], segments[3:])
+    raise st.not_found_path()
+
+
+def _check_acceptable(request: Request) -> None:
+    accept = request.header("Accept")
+    if not accept:
+        return
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("application/json", "*/*", "application/*", ""):
+            return
+    raise st.not_acceptable(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+
+
+def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
+    resources = server.resources
+    doc: Any = None
+    if segments == ["api"]:
+        doc = discovery.api_versions()
+    elif segments == ["api", "v1"]:
+        doc = discovery.api_resource_list(resources, "", "v1")
+    elif segments == ["apis"]:
+        doc = discovery.api_group_list(resources)
+    elif len(segments) == 2 and segments[0] == "apis":
+        doc = discovery.api_group(resources, segments[1])
+        if doc is None:
+            raise st.not_found_path()
+    elif len(segments) == 3 and segments[0] == "apis":
+        doc = discovery.api_resource_list(resources, segments[1], segments[2])
+        if doc is None:
+            raise st.not_found_path()
+    elif segments == ["version"]:
+        doc = discovery.SERVER_VERSION
+    elif segments in (["healthz"], ["livez"], ["readyz"]):
+        return Response(200, b"ok", "text/plain; charset=utf-8")
+    return None if doc is None else _json(200, doc)
+
+
+def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Target:
+    legacy_watch = bool(rest) and rest[0] == "watch"
+    if legacy_watch:
+        rest = rest[1:]
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        candidate = server.lookup(group, version, rest[2])
+        if candidate is not None and candidate.namespaced:
+            namespace, rest = rest[1], rest[2:]
+    if not rest:
+        raise st.not_found_path()
+    resource = server.lookup(group, version, rest[0])
+    if resource is None or len(rest) > 3:
+        raise st.not_found_path()
+    name = rest[1] if len(rest) >= 2 else None
+    subresource = rest[2] if len(rest) == 3 else None
+    if resource.namespaced and name is not None and namespace is None:
+        raise st.not_found_path()  # e.g. /api/v1/pods/foo
+    if subresource not in (None, "status"):
+        raise st.not_found_path()
+    return _Target(resource, namespace, name, subresource, legacy_watch)
+
+
+def _resource_request(server: APIServer, request: Request, group: str, version: str,
+                      rest: list[str]) -> Response:
+    target = _locate(server, group, version, rest)
+    query = Query(request.query)
+    method = request.method
+    if method == "GET":
+        if target.legacy_watch or query.flag("watch"):
+            return _watch(server, target, query)
+        if target.name is None:
+            return _list(server, target, query)
+        stored = server._get(target.resource, target.namespace, target.name)
+        return Response(200, stored.json())
+    if method == "POST" and target.name is None:
+        body = _decode_body(request)
+        with server.lock:
+            stored = server._create(target.resource, body, target.namespace)
+            return Response(201, stored.json())
+    if target.name is not None:
+        if method == "PUT":
+            body = _decode_body(request)
+            with server.lock:
+                stored = server._update(target.resource, target.namespace, target.name, body,
+                                        target.subresource)
+                return Response(200, stored.json())
+        if method == "PATCH":
+            content_type = request.header("Content-Type").split(";")[0].strip().lower()
+            if content_type not in PATCH_TYPES:
+                raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
+            body = _decode_json(_check_size(request.body))
+            with server.lock:
+                stored = server._patch(target.resource, target.namespace, target.name, body,
+                                       content_type, target.subresource)
+                return Response(200, stored.json())
+        if method == "DELETE" and target.subresource is None:
+            options = _decode_json(request.body) if request.body.strip() else {}
+            if not isinstance(options, dict):
+                raise st.bad_request("the body of a DELETE request must be a DeleteOptions object")
+            preconditions = options.get("preconditions") or {}
+            if not isinstance(preconditions, dict):
+                raise st.bad_request("preconditions must be an object")
+            result = server.delete(target.resource, target.name, namespace=target.namespace,
+                                   preconditions=preconditions)
+            return _json(200, result)
+    raise st.method_not_allowed(method)
+
+
+def _check_size(body: bytes) -> bytes:
+    if len(body) > MAX_BODY_BYTES:
+        raise st.too_large_entity(MAX_BODY_BYTES)
+    return body
+
+
+def _decode_json(body: bytes) -> Any:
+    try:
+        return loads(body)
+    except JSONDecodeError as exc:
+        raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def _decode_body(request: Request) -> Any:
+    body = _check_size(request.body)
+    content_type = request.header("Content-Type").split(";")[0].strip().lower()
+    if content_type in ("", "application/json", "*/*"):
+        obj = _decode_json(body)
+    elif content_type == "application/yaml":
+        obj = _decode_yaml(body)
+    else:
+        raise st.unsupported_media_type(_BODY_TYPES)
+    if not isinstance(obj, dict):
+        raise st.bad_request(
+            f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+            f"{_go_type_name(obj)} into Go value of type struct {{ APIVersion string "
+            f'"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }}'
+        )
+    return obj
+
+
+def _go_type_name(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "null"
+
+
+def _decode_yaml(body: bytes) -> Any:
+    try:
+        import yaml
+    except ImportError:  # PyYAML comes with the kubernetes client; without it, say so
+        raise st.unsupported_media_type(["application/json"]) from None
+    try:
+        return yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+
+
+# -- list and watch ------------------------------------------------------------------------
+def _selectors(server: APIServer, target: _Target, query: Query) -> tuple[Any, Any]:
+    labels = _parse_label_selector(query.get("labelSelector") or "")
+    field_text = query.get("fieldSelector") or ""
+    if target.name is not None:
+        # handlers/get.go listOpts: a named watch is a watch with metadata.name=<name>.
+        fields = _parse_field_selector(target.resource, field_text)
+        for f, op, v in fields.requirements():
+            if f == "metadata.name" and (op != "=" or v != target.name):
+                raise st.bad_request("fieldSelector metadata.name doesn't match requested name")
+        from kubesim.server.selectors import escape_field_value
+
+        combined = ",".join(x for x in (field_text, f"metadata.name={escape_field_value(target.name)}") if x)
+        return labels, _parse_field_selector(target.resource, combined)
+    return labels, _parse_field_selector(target.resource, field_text)
+
+
+def _list(server: APIServer, target: _Target, query: Query) -> Response:
+    rv_text = query.get("resourceVersion") or ""
+    match = query.get("resourceVersionMatch") or ""
+    token = query.get("continue") or ""
+    limit = query.integer("limit")
+    if query.get("sendInitialEvents") is not None:
+        raise _list_options_invalid(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if match:
+        if match not in ("Exact", "NotOlderThan"):
+            raise _list_options_invalid(_unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+        if token:
+            raise _list_options_invalid(_forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        if not rv_text:
+            raise _list_options_invalid(_forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if match == "Exact" and rv_text == "0":
+            raise _list_options_invalid(_forbidden(
+                "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    rv = _parse_rv(rv_text)
+    labels, fields = _selectors(server, target, query)
+    if limit is not None and limit <= 0:
+        limit = None
+    start = None
+    exact = False
+    if token:
+        if rv_text not in ("", "0"):
+            raise st.bad_request("specifying resource version is not allowed when using continue")
+        try:
+            rv, start = decode_continue(token, namespaced=target.resource.namespaced)
+        except InvalidContinue as exc:
+            raise st.bad_request(str(exc)) from None
+        exact = True
+        with server.lock:
+            if rv < server.storage.compacted_rv:
+                raise st.expired(
+                    "The provided continue parameter is too old to display a consistent list result. "
+                    "You can start a new list without the continue parameter."
+                )
+    elif rv is not None and rv > 0:
+        # API Concepts: Exact when asked, or when paging from a specific RV; else NotOlderThan.
+        exact = match == "Exact" or (limit is not None and match != "NotOlderThan")
+        with server.lock:
+            if rv > server.storage.rv:
+                from kubesim.server.apiserver import too_large_resource_version
+
+                raise too_large_resource_version(rv, server.storage.rv)
+    elif rv == 0:
+        rv = None  # "Any": the current state is an acceptable answer
+    page = server.list_page(target.resource, namespace=target.namespace, labels=labels, fields=fields,
+                            rv=rv, exact=exact, limit=limit, start=start)
+    return Response(200, _encode_list(page))
+
+
+def _encode_list(page: Any) -> bytes:
+    resource: ResourceType = page.resource
+    metadata: JSON = {"resourceVersion": str(page.resource_version)}
+    if page.continue_token:
+        metadata["continue"] = page.continue_token
+        if page.remaining is not None:
+            metadata["remainingItemCount"] = page.remaining
+    head = dumps({"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata})
+    keep = resource.list_items_have_type
+    items = b",".join(stored.item_json(keep) for stored in page.items)
+    # Splice the items in without re-encoding them: they are cached per stored version.
+    return head[:-1] + b',"items":[' + items + b"]}"
+
+
+def _watch(server: APIServer, target: _Target, query: Query) -> Response:
+    rv_text = query.get("resourceVersion") or ""
+    match = query.get("resourceVersionMatch") or ""
+    send_initial = query.tristate("sendInitialEvents")
+    allow_bookmarks = query.flag("allowWatchBookmarks")
+    timeout = query.integer("timeoutSeconds")
+    if send_initial is not None:
+        if not server.watch_list:
+            raise _list_options_invalid(_forbidden(
+                "sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+        if match != "NotOlderThan":
+            if match:
+                raise _list_options_invalid(_unsupported("resourceVersionMatch", match, ["NotOlderThan"]))
+            raise _list_options_invalid(_forbidden(
+                "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+    elif match:
+        raise _list_options_invalid(_forbidden(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+    _parse_rv(rv_text)
+    labels, fields = _selectors(server, target, query)
+    stream = server.watch(target.resource, namespace=target.namespace, labels=labels, fields=fields,
+                          resource_version=rv_text, allow_bookmarks=allow_bookmarks,
+                          send_initial_events=send_initial,
+                          timeout_seconds=float(timeout) if timeout is not None else None)
+    return Response(200, stream)
+
+
+# -- admin API (fault control for a running server) ----------------------------------------
+ADMIN_ENDPOINTS: dict[str, str] = {
+    "GET /kubesim/state": "resourceVersion, compactedResourceVersion, openWatches, historyWindow, now",
+    "POST /kubesim/expire-watches": "close every open watch cleanly (server-side timeout)",
+    "POST /kubesim/drop-watches": "cut every open watch abruptly (no terminating chunk)",
+    "POST /kubesim/compact": "forget the history: older RVs now get 410 Expired",
+    "POST /kubesim/advance?seconds=N": "move virtual time forward by N seconds",
+}
+
+
+def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
+    verb = "/".join(rest)
+    actions: dict[str, Callable[[], JSON]] = {
+        "expire-watches": lambda: {"closed": server.expire_watches()},
+        "drop-watches": lambda: {"dropped": server.drop_watches()},
+        "compact": lambda: {"compactedResourceVersion": str(server.compact())},
+        "advance": lambda: _advance(server, Query(request.query)),
+    }
+    if request.method == "GET" and verb in ("", "state"):
+        if verb == "":
+            return _json(200, {"endpoints": ADMIN_ENDPOINTS})
+        with server.lock:
+            return _json(200, {
+                "resourceVersion": str(server.storage.rv),
+                "compactedResourceVersion": str(server.storage.compacted_rv),
+                "openWatches": len(server._watchers),
+                "historyWindow": server.storage.window,
+                "now": server.clock.now(),
+                "requests": server.request_count,
+                "traceHash": server.trace.hexdigest(),
+            })
+    if verb in actions:
+        if request.method != "POST":
+            raise st.method_not_allowed(request.method)
+        return _json(200, actions[verb]())
+    raise st.not_found_path()
+
+
+def _advance(server: APIServer, query: Query) -> JSON:
+    text = query.get("seconds")
+    try:
+        seconds = float(text) if text is not None else -1.0
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise st.bad_request(f"seconds must be a number >= 0, got seconds={text!r}")
+    server.advance(seconds)
+    return {"now": server.clock.now()}

@@ -1,0 +1,169 @@
+"""Object validation: the subset of kube-apiserver's checks that store code can run into.
+
+Each check returns ``StatusCause`` dicts (``reason``, ``message``, ``field``) with the texts of
+apimachinery ``pkg/util/validation`` and ``pkg/util/validation/field``; the caller turns a
+non-empty list into a 422 ``Invalid`` Status.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubesim.server.resources import ResourceType
+
+JSON = dict[str, Any]
+
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN = _DNS1123_LABEL + r"(\." + _DNS1123_LABEL + r")*"
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL + r"\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN + r"\Z")
+_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME + r"\Z")
+_LABEL_VALUE_RE = re.compile(r"(" + _QUALIFIED_NAME + r")?\Z")
+
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '" + _DNS1123_SUBDOMAIN + "')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '" + _DNS1123_LABEL + "')"
+)
+_QUALIFIED_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '" + _QUALIFIED_NAME + "')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',"
+    "  or '12345', regex used for validation is '(" + _QUALIFIED_NAME + ")?')"
+)
+
+# Kinds whose names must be DNS-1123 labels rather than subdomains (apiserver ValidateXName).
+_LABEL_NAMED_KINDS = {"Namespace", "Service"}
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    return str(value)
+
+
+def required(field: str, detail: str = "") -> JSON:
+    message = "Required value" + (f": {detail}" if detail else "")
+    return {"reason": "FieldValueRequired", "message": message, "field": field}
+
+
+def invalid_value(field: str, value: Any, detail: str) -> JSON:
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {_quote(value)}: {detail}",
+        "field": field,
+    }
+
+
+def _qualified_name_errors(key: str) -> list[str]:
+    errors: list[str] = []
+    name = key
+    if "/" in key:
+        prefix, _, name = key.partition("/")
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        elif len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
+            errors.append("prefix part " + _SUBDOMAIN_MSG)
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME_RE.match(name):
+        errors.append(_QUALIFIED_MSG)
+    return errors
+
+
+def validate_labels(labels: Any, field: str) -> list[JSON]:
+    if labels is None:
+        return []
+    if not isinstance(labels, dict):
+        return [invalid_value(field, labels, "must be a map of string keys to string values")]
+    causes: list[JSON] = []
+    for key, value in labels.items():
+        for detail in _qualified_name_errors(key):
+            causes.append(invalid_value(field, key, detail))
+        if not isinstance(value, str):
+            causes.append(invalid_value(f"{field}", value, "label values must be strings"))
+        elif len(value) > 63:
+            causes.append(invalid_value(field, value, "must be no more than 63 characters"))
+        elif not _LABEL_VALUE_RE.match(value):
+            causes.append(invalid_value(field, value, _LABEL_VALUE_MSG))
+    return causes
+
+
+def validate_name(kind: str, name: str) -> list[JSON]:
+    if kind in _LABEL_NAMED_KINDS:
+        if len(name) > 63 or not _DNS1123_LABEL_RE.match(name):
+            return [invalid_value("metadata.name", name, _LABEL_MSG)]
+    elif len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.match(name):
+        return [invalid_value("metadata.name", name, _SUBDOMAIN_MSG)]
+    return []
+
+
+def validate_object(resource: ResourceType, obj: JSON) -> list[JSON]:
+    """The causes that make ``obj`` invalid for ``resource``; empty when it is acceptable."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return [required("metadata.name", "name or generateName is required")]
+    causes: list[JSON] = []
+    name = meta.get("name")
+    if not name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    elif not isinstance(name, str):
+        causes.append(invalid_value("metadata.name", name, "must be a string"))
+    else:
+        causes.extend(validate_name(resource.kind, name))
+    causes.extend(validate_labels(meta.get("labels"), "metadata.labels"))
+    annotations = meta.get("annotations")
+    if annotations is not None and (
+        not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
+    ):
+        causes.append(
+            invalid_value("metadata.annotations", annotations, "must be a map of strings")
+        )
+    if resource.group == "" and resource.kind == "Pod":
+        causes.extend(_validate_pod(obj))
+    return causes
+
+
+def _validate_pod(pod: JSON) -> list[JSON]:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return [required("spec.containers")]
+    containers = spec.get("containers")
+    if not containers:
+        return [required("spec.containers")]
+    if not isinstance(containers, list):
+        return [invalid_value("spec.containers", containers, "must be a list")]
+    causes: list[JSON] = []
+    seen: set[str] = set()
+    for index, container in enumerate(containers):
+        path = f"spec.containers[{index}]"
+        if not isinstance(container, dict):
+            causes.append(invalid_value(path, container, "must be an object"))
+            continue
+        cname = container.get("name")
+        if not cname:
+            causes.append(required(f"{path}.name"))
+        elif cname in seen:
+            causes.append(
+                {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {_quote(cname)}",
+                 "field": f"{path}.name"}
+            )
+        else:
+            seen.add(cname)
+        if not container.get("image"):
+            causes.append(required(f"{path}.image"))
+    return causes

@@ -1,0 +1,286 @@
+"""Watchers: one per open watch request, fed by the server as writes commit.
+
+A :class:`Watcher` owns the queue of lines one client has not read yet. The server pushes
+every committed event to each watcher of that resource; the watcher decides, per its own
+label and field selectors, what the client sees (apiserver ``cache_watcher.go``,
+``convertToWatchEvent``):
+
+=========================  ===================================================
+matched before / after      delivered
+=========================  ===================================================
+no / yes                    ``ADDED`` (new object)
+yes / yes                   ``MODIFIED`` (new object)
+yes / no                    ``DELETED`` (old object, stamped with the new RV)
+no / no                     nothing
+=========================  ===================================================
+
+Transports read through :class:`WatchStream`, which is the one place the simulation may block:
+when no line is ready, :meth:`WatchStream.next_chunk` asks the server's :class:`WaitPolicy` to
+wait, and the policy decides what waiting means (park a simulated thread and move virtual time,
+or wait on the wall clock under ``kubesim serve``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kubesim._core.clock import Timer
+from kubesim.server.encoding import dumps
+from kubesim.server.resources import ResourceType
+from kubesim.server.selectors import FieldSelector, LabelSelector
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Stored
+
+if TYPE_CHECKING:
+    from kubesim.server.apiserver import APIServer
+
+JSON = dict[str, Any]
+
+INITIAL_EVENTS_END_ANNOTATION = "k8s.io/initial-events-end"
+
+
+class WatchEnd(enum.Enum):
+    """How a watch ended, as the client experiences it."""
+
+    CLOSED = "closed"  # clean end of the chunked body (timeout, expiry, server close)
+    DROPPED = "dropped"  # connection cut with no terminating chunk
+    CANCELLED = "cancelled"  # the client went away
+
+
+class WatchDropped(ConnectionError):
+    """Raised by :meth:`WatchStream.next_chunk` when the server cut the connection abruptly."""
+
+
+class WaitPolicy(Protocol):
+    """What "block until the watch has something" means for whoever drives the server.
+
+    ``wait`` is called with the server lock *not* held, when ``stream`` had nothing to read; it
+    returns once the stream may have changed (a line, an end, or time having passed). It must
+    not spin: if nothing can ever change, it raises.
+    """
+
+    def wait(self, stream: WatchStream) -> None: ...
+
+
+def _object_line(event_type: str, body: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + body + b"}\n"
+
+
+class Watcher:
+    """Server-side state of one watch."""
+
+    def __init__(
+        self,
+        *,
+        ident: int,
+        resource: ResourceType,
+        namespace: str | None,
+        label_selector: LabelSelector,
+        field_selector: FieldSelector,
+        allow_bookmarks: bool,
+        buffer_limit: int | None,
+        on_close: Callable[[Watcher], None],
+    ) -> None:
+        self.ident = ident
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.allow_bookmarks = allow_bookmarks
+        self.buffer_limit = buffer_limit
+        self._on_close = on_close
+        self._initial: Iterator[bytes] | None = None
+        self._queue: deque[bytes | Event] = deque()
+        self.ended: WatchEnd | None = None
+        self.timers: list[Timer] = []
+        self.delivered = 0
+        self._closing = False
+        self._filtered = not (label_selector.empty() and field_selector.empty())
+
+    # -- matching -------------------------------------------------------------------------
+    def matches(self, stored: Stored) -> bool:
+        obj = stored.obj
+        if self.namespace is not None and obj["metadata"].get("namespace") != self.namespace:
+            return False
+        if not self._filtered:
+            return True
+        if not self.label_selector.matches(obj["metadata"].get("labels")):
+            return False
+        if self.field_selector.empty():
+            return True
+        return self.field_selector.matches(self.resource.fields_of(obj))
+
+    # -- feeding --------------------------------------------------------------------------
+    def set_initial(self, lines: Iterator[bytes]) -> None:
+        self._initial = lines
+
+    def push_line(self, line: bytes) -> None:
+        if self.ended is None:
+            self._queue.append(line)
+
+    def offer(self, event: Event) -> None:
+        """Consider one committed event; enqueue what this watcher's client should see."""
+        if self.ended is not None:
+            return
+        was = event.old is not None and self.matches(event.old)
+        if event.type == DELETED:
+            if was:
+                self._enqueue(event)
+            return
+        now = self.matches(event.new)
+        if now and (was or event.type == ADDED):
+            self._enqueue(event)
+        elif now:
+            self._enqueue(_object_line(ADDED, event.new.json()))
+        elif was and event.old is not None:
+            self._enqueue(_object_line(DELETED, _restamp(event.old.obj, event.rv)))
+
+    def _enqueue(self, item: bytes | Event) -> None:
+        self._queue.append(item)
+        if self.buffer_limit is not None and len(self._queue) > self.buffer_limit:
+            # apiserver cache_watcher.go: "Forcing watcher close due to unresponsiveness".
+            self.end(WatchEnd.CLOSED)
+
+    def bookmark(self, rv: int) -> None:
+        if not self.allow_bookmarks or self.ended is not None:
+            return
+        metadata: JSON = {"resourceVersion": str(rv)}
+        obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
+        self._queue.append(_object_line("BOOKMARK", dumps(obj)))
+
+    def close_when_drained(self) -> None:
+        """End cleanly once the client has read what is queued (the ERROR-then-close pattern)."""
+        self._closing = True
+
+    def end(self, how: WatchEnd) -> None:
+        if self.ended is not None:
+            return
+        self.ended = how
+        self._queue.clear()
+        self._initial = None
+        for timer in self.timers:
+            timer.cancel()
+        self._on_close(self)
+
+    # -- draining -------------------------------------------------------------------------
+    def has_ready(self) -> bool:
+        if self._queue:
+            return True
+        if self._initial is not None:
+            # Peek: the initial-events iterator may be exhausted already.
+            try:
+                first = next(self._initial)
+            except StopIteration:
+                self._initial = None
+                return bool(self._queue)
+            self._queue.appendleft(first)
+            return True
+        return False
+
+    def take(self, limit: int) -> list[bytes]:
+        lines: list[bytes] = []
+        queue = self._queue
+        while queue and len(lines) < limit:
+            item = queue.popleft()
+            lines.append(item if isinstance(item, bytes) else item.line())
+        if self._initial is not None and len(lines) < limit:
+            for line in self._initial:
+                lines.append(line)
+                if len(lines) >= limit:
+                    break
+            else:
+                self._initial = None
+        self.delivered += len(lines)
+        if self._closing and not self._queue and self._initial is None:
+            self.end(WatchEnd.CLOSED)
+        return lines
+
+
+def _restamp(obj: JSON, rv: int) -> bytes:
+    """``obj`` with ``metadata.resourceVersion`` replaced, for DELETED-on-transition events."""
+    metadata = dict(obj["metadata"])
+    metadata["resourceVersion"] = str(rv)
+    return dumps({**obj, "metadata": metadata})
+
+
+def initial_events_end_line(resource: ResourceType, rv: int) -> bytes:
+    """The BOOKMARK that ends a watch-list's initial events (apiserver storage/util.go)."""
+    metadata = {"resourceVersion": str(rv), "annotations": {INITIAL_EVENTS_END_ANNOTATION: "true"}}
+    obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": metadata}
+    return _object_line("BOOKMARK", dumps(obj))
+
+
+def initial_lines(items: Iterator[tuple[Any, Stored]], watcher: Watcher) -> Iterator[bytes]:
+    """Synthetic ADDED lines for existing objects, in key order, each with its own RV."""
+    for _, stored in items:
+        if watcher.matches(stored):
+            yield _object_line(ADDED, stored.json())
+
+
+class WatchStream:
+    """The transport-facing side of a watch: read chunks of lines until the end."""
+
+    def __init__(self, server: APIServer, watcher: Watcher, *, max_lines_per_chunk: int = 256) -> None:
+        self.server = server
+        self.watcher = watcher
+        self.max_lines = max_lines_per_chunk
+
+    @property
+    def ident(self) -> int:
+        return self.watcher.ident
+
+    def ready(self) -> bool:
+        """True when :meth:`next_chunk` would not block (a line or the end is available)."""
+        with self.server.lock:
+            return self.watcher.ended is not None or self.watcher.has_ready()
+
+    def poll(self) -> bytes | None:
+        """Lines ready now, b"" at a clean end, None when nothing is ready; never blocks."""
+        with self.server.lock:
+            watcher = self.watcher
+            if watcher.ended is None:
+                lines = watcher.take(self.max_lines)
+                if lines:
+                    return b"".join(lines)
+                return None
+            if watcher.ended is WatchEnd.DROPPED:
+                raise WatchDropped(f"watch {watcher.ident} was dropped by the server")
+            return b""
+
+    def next_chunk(self) -> bytes:
+        """One or more complete lines; b"" once the stream ended cleanly.
+
+        Raises :class:`WatchDropped` if the server cut the connection abruptly.
+        """
+        while True:
+            chunk = self.poll()
+            if chunk is not None:
+                return chunk
+            self.server.wait_policy.wait(self)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            chunk = self.next_chunk()
+            if not chunk:
+                return
+            yield chunk
+
+    def close(self) -> None:
+        """The client went away: unregister the watcher (idempotent)."""
+        with self.server.lock:
+            self.watcher.end(WatchEnd.CANCELLED)
+
+
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "INITIAL_EVENTS_END_ANNOTATION",
+    "MODIFIED",
+    "WaitPolicy",
+    "WatchDropped",
+    "WatchEnd",
+    "WatchStream",
+    "Watcher",
+]

@@ -1,0 +1,232 @@
+"""The fake API server on a real HTTP/1.1 socket, for kubectl, client-go and any client.
+
+Plain responses carry a ``Content-Length``. Watches are ``Transfer-Encoding: chunked``: headers
+are flushed before the first event (apiserver ``watch.go`` ``BeginStream``), every chunk holds
+whole lines (one compact JSON object per line, never a blank line), a clean end writes the
+terminating chunk, and an abrupt drop closes the socket without it.
+
+The transport never reads the clock: virtual time moves only when its owner advances the
+server (``kubesim serve`` does so from the wall clock; tests may use ``POST /kubesim/advance``).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from kubesim.server.apiserver import APIServer
+from kubesim.server.routes import MAX_BODY_BYTES, Request, handle
+from kubesim.server.status import bad_request, too_large_entity
+from kubesim.server.encoding import dumps
+from kubesim.server.watch import WatchDropped, WatchStream
+
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# How often an idle watch handler re-checks for shutdown; a liveness guard, not a timer.
+_IDLE_RECHECK = 1.0
+
+
+class ConditionWait:
+    """Wait policy for a server driven by real threads: wait on the server's condition."""
+
+    def wait(self, stream: WatchStream) -> None:
+        server = stream.server
+        with server.lock:
+            if stream.watcher.ended is None and not stream.watcher.has_ready():
+                server.changed.wait(_IDLE_RECHECK)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kubesim"
+    sys_version = ""
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        if self.server.verbose:
+            super().log_message(format, *args)
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None after answering 413 (the body is then not read)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = bytearray()
+            while True:
+                size_line = self.rfile.readline(65537)
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return bytes(body)
+                if len(body) + size > MAX_BODY_BYTES:
+                    self._send_status(too_large_entity(MAX_BODY_BYTES).status, 413)
+                    self.close_connection = True
+                    return None
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._send_status(too_large_entity(MAX_BODY_BYTES).status, 413)
+            self.close_connection = True  # the unread body makes the connection unusable
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _send_status(self, status: dict[str, Any], code: int) -> None:
+        self._send(code, dumps(status), "application/json")
+
+    def _send(self, code: int, body: bytes, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _serve(self) -> None:
+        try:
+            body = self._read_body()
+        except ValueError:
+            self._send_status(bad_request("malformed chunked request body").status, 400)
+            self.close_connection = True
+            return
+        if body is None:
+            return
+        target = self.path
+        path, _, query = target.partition("?")
+        request = Request(self.command, path or "/", query, dict(self.headers.items()), body)
+        response = handle(self.server.api, request)
+        if isinstance(response.body, WatchStream):
+            self._stream(response.body)
+        else:
+            self._send(response.status, response.body, response.content_type)
+
+    def _stream(self, stream: WatchStream) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()  # headers before the first event, as BeginStream does
+        api = self.server.api
+        try:
+            while not self.server.closing:
+                try:
+                    chunk = stream.poll()
+                except WatchDropped:
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass  # the peer may already be gone; the drop is what we wanted
+                    return
+                if chunk is None:
+                    with api.lock:
+                        if not stream.watcher.has_ready() and stream.watcher.ended is None:
+                            api.changed.wait(_IDLE_RECHECK)
+                    continue
+                if not chunk:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        finally:
+            stream.close()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api: APIServer, verbose: bool) -> None:
+        self.api = api
+        self.verbose = verbose
+        self.closing = False
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        super().__init__(address, _Handler)
+
+
+class HTTPTransport:
+    """Serve ``api`` on ``host:port`` in a background thread. Loopback only unless allowed.
+
+    Use as a context manager, or call :meth:`start` and :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        api: APIServer,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        allow_non_loopback: bool = False,
+        verbose: bool = False,
+    ) -> None:
+        if host not in LOOPBACK_HOSTS and not allow_non_loopback:
+            raise ValueError(
+                f"refusing to bind host={host!r}: kubesim serves on loopback only unless "
+                "allow_non_loopback=True (the CLI: --host with --allow-non-loopback)"
+            )
+        self.api = api
+        api.wait_policy = ConditionWait()
+        self._httpd = _HTTPServer((host, port), api, verbose)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def host(self) -> str:
+        return str(self._httpd.server_address[0])
+
+    @property
+    def url(self) -> str:
+        host = self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    def start(self) -> HTTPTransport:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="kubesim-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self._httpd.serve_forever()
+
+    def close(self) -> None:
+        self._httpd.closing = True
+        with self.api.lock:
+            self.api.changed.notify_all()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> HTTPTransport:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_kubeconfig(path: str, url: str, *, namespace: str = "default") -> None:
+    """A kubeconfig with one cluster, user and context named ``kubesim``."""
+    import json
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
+        "users": [{"name": "kubesim", "user": {}}],
+        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim",
+                                                      "namespace": namespace}}],
+        "current-context": "kubesim",
+        "preferences": {},
+    }
+    with open(path, "w", encoding="utf-8") as handle_:
+        json.dump(config, handle_, indent=2)
+        handle_.write("\n")

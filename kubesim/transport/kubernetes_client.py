@@ -1,0 +1,183 @@
+"""In-process transport for the official ``kubernetes`` client: no sockets, same wire.
+
+The client builds every request itself (URL, query encoding, JSON body, patch content type)
+and hands it to ``ApiClient.rest_client.pool_manager.request(...)``. Replacing that one
+object with :class:`PoolManager` routes requests into :func:`kubesim.server.routes.handle`
+and returns urllib3-shaped responses, so everything above the pool manager, ``Watch().stream``
+included, runs unchanged (seam A in ``shared/reference/clients-measured.md``; verified on
+kubernetes 29 to 37).
+
+A watch response streams lines from a :class:`~kubesim.server.watch.WatchStream`. When no line
+is ready the read blocks through the server's wait policy: in a simulation that parks the
+store's thread and lets virtual time move. An abrupt server-side drop surfaces as urllib3's
+``ProtocolError``, as it would over a socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from kubesim.server.apiserver import APIServer
+from kubesim.server.encoding import dumps
+from kubesim.server.routes import Request, handle
+from kubesim.server.watch import WatchDropped, WatchStream
+
+DEFAULT_HOST = "http://kubesim.invalid"
+
+
+def _require_kubernetes() -> Any:
+    try:
+        import kubernetes
+    except ImportError as exc:  # a clear message beats an AttributeError three calls later
+        raise ImportError(
+            "kubesim's in-process transport for the official client needs the 'kubernetes' "
+            "package: pip install 'kubesim[client]'"
+        ) from exc
+    return kubernetes
+
+
+class FakeHTTPResponse:
+    """The subset of ``urllib3.HTTPResponse`` the kubernetes client touches."""
+
+    def __init__(self, status: int, content_type: str, body: bytes | WatchStream) -> None:
+        import urllib3
+
+        self.status = status
+        try:
+            import http
+
+            self.reason = http.HTTPStatus(status).phrase
+        except ValueError:
+            self.reason = ""
+        self.headers = urllib3.HTTPHeaderDict({"Content-Type": content_type})
+        self.connection = None  # Watch.stop() looks for .connection.sock
+        self._body = body
+        self._data: bytes | None = body if isinstance(body, bytes) else None
+        self.closed = False
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = b"".join(self.stream())
+        return self._data
+
+    def read(self, amt: int | None = None, decode_content: bool | None = None) -> bytes:
+        return self.data
+
+    def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
+        body = self._body
+        if isinstance(body, bytes):
+            if body:
+                yield body
+            return
+        import urllib3
+
+        while not self.closed:
+            try:
+                chunk = body.next_chunk()
+            except WatchDropped as exc:
+                raise urllib3.exceptions.ProtocolError(
+                    "Response ended prematurely", exc
+                ) from exc
+            if not chunk:
+                return
+            yield chunk
+
+    read_chunked = stream
+
+    def getheaders(self) -> Any:
+        return self.headers
+
+    def getheader(self, name: str, default: str | None = None) -> str | None:
+        return self.headers.get(name, default)
+
+    def close(self) -> None:
+        self.closed = True
+        if isinstance(self._body, WatchStream):
+            self._body.close()
+
+    def release_conn(self) -> None:
+        if isinstance(self._body, WatchStream):
+            self._body.close()
+
+    def drain_conn(self) -> None:
+        self.release_conn()
+
+
+class PoolManager:
+    """Stands in for ``urllib3.PoolManager`` inside ``kubernetes.client.rest.RESTClientObject``."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        fields: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: Any = None,
+        preload_content: bool = True,
+        **_: Any,
+    ) -> FakeHTTPResponse:
+        if fields and method.upper() in ("GET", "HEAD", "DELETE"):
+            # kubernetes <= 36 passes query parameters as urllib3 `fields`.
+            url += ("&" if "?" in url else "?") + urllib.parse.urlencode(fields)
+        if body is None:
+            payload = b""
+        elif isinstance(body, bytes):
+            payload = body
+        elif isinstance(body, str):
+            payload = body.encode()
+        else:
+            payload = dumps(body)
+        parts = urllib.parse.urlsplit(url)
+        request = Request(method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload)
+        response = handle(self.server, request)
+        return FakeHTTPResponse(response.status, response.content_type, response.body)
+
+    def clear(self) -> None:
+        pass
+
+
+def kubernetes_client(server: APIServer, *, host: str = DEFAULT_HOST) -> Any:
+    """A ``kubernetes.client.ApiClient`` whose every request goes to ``server``, in-process.
+
+    ``CoreV1Api(client)``, ``AppsV1Api(client)``, ``kubernetes.watch.Watch().stream(...)`` and
+    ``_preload_content=False`` raw watches all work; no socket is opened.
+    """
+    kubernetes = _require_kubernetes()
+    configuration = kubernetes.client.Configuration(host=host)
+    client = kubernetes.client.ApiClient(configuration)
+    client.rest_client.pool_manager = PoolManager(server)
+    return client
+
+
+@contextlib.contextmanager
+def patch_kubernetes(server: APIServer) -> Iterator[Any]:
+    """Route *every* ``ApiClient`` created inside the block to ``server``.
+
+    For code that builds its own clients (``CoreV1Api()`` with no argument,
+    ``config.load_kube_config()``). Yields the default ``ApiClient``; restores everything after.
+    """
+    kubernetes = _require_kubernetes()
+    rest = kubernetes.client.rest
+    original_init = rest.RESTClientObject.__init__
+
+    def init(self: Any, configuration: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, configuration, *args, **kwargs)
+        self.pool_manager = PoolManager(server)
+
+    previous_default = getattr(kubernetes.client.ApiClient, "_default", None)
+    rest.RESTClientObject.__init__ = init
+    try:
+        client = kubernetes_client(server)
+        kubernetes.client.ApiClient.set_default(client)
+        yield client
+    finally:
+        rest.RESTClientObject.__init__ = original_init
+        kubernetes.client.ApiClient._default = previous_default
