@@ -18,7 +18,12 @@ from kubesim.server.apiserver import APIServer
 from kubesim.server.resources import ResourceType, custom_resource
 from kubesim.server.status import StatusError
 from kubesim.sim.restarts import RestartReport, run_watch_restarts
-from kubesim.sim.simulation import Simulation, SimulationStopped, StoreBlockedOutsideSimulation, StoreCrashed
+from kubesim.sim.simulation import (
+    Simulation,
+    SimulationStopped,
+    StoreBlockedOutsideSimulation,
+    StoreCrashed,
+)
 from kubesim.transport.http import HTTPTransport
 from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
 

@@ -49,7 +49,9 @@ class SeededChoices:
 
     def __init__(self, seed: int | str, *, name: str = "root") -> None:
         if not isinstance(seed, int | str) or isinstance(seed, bool):
-            raise TypeError(f"seed must be an int or a str, got seed={seed!r} ({type(seed).__name__})")
+            raise TypeError(
+                f"seed must be an int or a str, got seed={seed!r} ({type(seed).__name__})"
+            )
         self.seed = seed
         self.name = name
         self._rng = random.Random(_seed_bytes(seed, name))

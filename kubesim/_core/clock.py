@@ -77,7 +77,10 @@ class VirtualClock:
         return self._timers[0][0] if self._timers else None
 
     def advance_to(self, when: float) -> int:
-        """Move to ``when`` (never backwards), firing every timer due by then. Returns how many fired."""
+        """Move to ``when`` (never backwards), firing every timer due by then.
+
+        Returns how many timers fired.
+        """
         fired = 0
         while self._timers and self._timers[0][0] <= when:
             deadline, _, timer = heapq.heappop(self._timers)
@@ -96,7 +99,7 @@ class VirtualClock:
         return self.advance_to(self._now + seconds)
 
     def jump_to_next_deadline(self) -> bool:
-        """Autojump: fire the next timer (and any sharing its deadline). False if none is pending."""
+        """Autojump: fire the next timer (and any sharing its deadline); False if none."""
         deadline = self.next_deadline()
         if deadline is None:
             return False

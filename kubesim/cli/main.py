@@ -28,20 +28,25 @@ def load_factory(spec: str) -> Any:
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise argparse.ArgumentTypeError(
-            f"expected a store factory as module:attribute (e.g. models.kubearmor:before_pr1553), got {spec!r}"
+            "expected a store factory as module:attribute "
+            f"(e.g. models.kubearmor:before_pr1553), got {spec!r}"
         )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise argparse.ArgumentTypeError(f"cannot import {module_name!r} for {spec!r}: {exc}") from exc
+        raise argparse.ArgumentTypeError(
+            f"cannot import {module_name!r} for {spec!r}: {exc}"
+        ) from exc
     target: Any = module
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise argparse.ArgumentTypeError(f"{module_name!r} has no attribute {attribute!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{module_name!r} has no attribute {attribute!r}"
+            ) from None
     if not callable(target):
         raise argparse.ArgumentTypeError(f"{spec!r} is not callable")
     return target
@@ -60,7 +65,9 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubesim",
-        description="Deterministic simulation and property testing for Kubernetes client-side stores.",
+        description=(
+            "Deterministic simulation and property testing for Kubernetes client-side stores."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -75,33 +82,64 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     restarts.add_argument("stores", nargs="*", metavar="MODULE:FACTORY", help="stores to measure")
-    restarts.add_argument("--leaky", action="append", default=[], metavar="MODULE:FACTORY",
-                          help="a store expected to grow (repeatable)")
-    restarts.add_argument("--bounded", action="append", default=[], metavar="MODULE:FACTORY",
-                          help="a store expected to stay bounded (repeatable)")
+    restarts.add_argument(
+        "--leaky",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="a store expected to grow (repeatable)",
+    )
+    restarts.add_argument(
+        "--bounded",
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help="a store expected to stay bounded (repeatable)",
+    )
     restarts.add_argument("--pods", type=_positive, default=100)
     restarts.add_argument("--containers", type=_positive, default=2, help="containers per pod")
     restarts.add_argument("--namespaces", type=_positive, default=2)
     restarts.add_argument("--restarts", type=_positive, default=20)
-    restarts.add_argument("--fault", choices=("expire", "drop"), default="expire",
-                          help="how watches end: clean close (expire) or abrupt cut (drop)")
+    restarts.add_argument(
+        "--fault",
+        choices=("expire", "drop"),
+        default="expire",
+        help="how watches end: clean close (expire) or abrupt cut (drop)",
+    )
     restarts.add_argument("--seed", default="0")
-    restarts.add_argument("--tolerance", type=float, default=None,
-                          help="bytes per restart a bounded store may grow (default: 1%% of its size, >= 1 KiB)")
-    restarts.add_argument("--plot", metavar="PNG", help="draw memory over restarts to this PNG file")
+    restarts.add_argument(
+        "--tolerance",
+        type=float,
+        default=None,
+        help="bytes per restart a bounded store may grow (default: 1%% of its size, >= 1 KiB)",
+    )
+    restarts.add_argument(
+        "--plot", metavar="PNG", help="draw memory over restarts to this PNG file"
+    )
 
     serve = commands.add_parser(
         "serve",
         help="serve the fake API server over HTTP (kubectl, client-go, any client)",
-        description="Serve the fake Kubernetes API server over HTTP. The first line printed holds its URL.",
+        description=(
+            "Serve the fake Kubernetes API server over HTTP. The first line printed holds its URL."
+        ),
     )
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (default: loopback only)")
-    serve.add_argument("--allow-non-loopback", action="store_true",
-                       help="allow --host to name a non-loopback address (off by default)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
+    )
+    serve.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="allow --host to name a non-loopback address (off by default)",
+    )
     serve.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
-    serve.add_argument("--history-window", type=_positive, default=None, metavar="N",
-                       help="events kept for watch replay and continue tokens")
+    serve.add_argument(
+        "--history-window",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="events kept for watch replay and continue tokens",
+    )
     serve.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
     serve.add_argument("--kubeconfig", metavar="PATH", help="write a kubeconfig for clients here")
     serve.add_argument("--seed", default="0")
@@ -119,8 +157,10 @@ def cmd_restarts(args: argparse.Namespace) -> int:
     plan: list[tuple[str, str | None]] = [(s, None) for s in args.stores]
     plan += [(s, "grows") for s in args.leaky] + [(s, "bounded") for s in args.bounded]
     if not plan:
-        print("kubesim restarts: name at least one store (MODULE:FACTORY, --leaky or --bounded)",
-              file=sys.stderr)
+        print(
+            "kubesim restarts: name at least one store (MODULE:FACTORY, --leaky or --bounded)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         factories = [(spec, load_factory(spec), expect) for spec, expect in plan]
@@ -128,8 +168,10 @@ def cmd_restarts(args: argparse.Namespace) -> int:
         print(f"kubesim restarts: {exc}", file=sys.stderr)
         return EXIT_USAGE
     seed = _seed(args.seed)
-    print(f"kubesim restarts: {args.pods} pods x {args.containers} containers in {args.namespaces} "
-          f"namespaces, {args.restarts} watch restarts ({args.fault}), seed {seed}")
+    print(
+        f"kubesim restarts: {args.pods} pods x {args.containers} containers in {args.namespaces} "
+        f"namespaces, {args.restarts} watch restarts ({args.fault}), seed {seed}"
+    )
     reports: list[RestartReport] = []
     for spec, factory, _ in factories:
         print(f"\n== {spec}")
@@ -139,31 +181,53 @@ def cmd_restarts(args: argparse.Namespace) -> int:
             if not _base:
                 _base.append(done.retained_bytes)
             sizes = " ".join(f"{k}={v}" for k, v in sorted(done.sizes.items()))
-            print(f"{done.round:>7} {done.retained_bytes:>15,} {done.retained_bytes - _base[0]:>+12,}  {sizes}",
-                  flush=True)
+            print(
+                f"{done.round:>7} {done.retained_bytes:>15,} "
+                f"{done.retained_bytes - _base[0]:>+12,}  {sizes}",
+                flush=True,
+            )
 
         report = run_watch_restarts(
-            factory, name=spec.split(":")[-1], seed=seed, pods=args.pods, containers=args.containers,
-            namespaces=args.namespaces, restarts=args.restarts, fault=args.fault,
-            tolerance_per_round=args.tolerance, on_round=show,
+            factory,
+            name=spec.split(":")[-1],
+            seed=seed,
+            pods=args.pods,
+            containers=args.containers,
+            namespaces=args.namespaces,
+            restarts=args.restarts,
+            fault=args.fault,
+            tolerance_per_round=args.tolerance,
+            on_round=show,
         )
         reports.append(report)
     failures = 0
     print("\n== verdict")
-    for (spec, _, expect), report in zip(factories, reports):
+    for (spec, _, expect), report in zip(factories, reports, strict=False):
         verdict = "GROWS" if report.grows else "BOUNDED"
-        print(f"{spec}: {verdict}, {report.growth_per_round:+,.0f} bytes per restart "
-              f"(trace {report.trace_hash[:16]})")
+        print(
+            f"{spec}: {verdict}, {report.growth_per_round:+,.0f} bytes per restart "
+            f"(trace {report.trace_hash[:16]})"
+        )
         if report.violation is not None:
             for line in str(report.violation).splitlines():
                 print(f"    {line}")
         if expect is not None and (expect == "grows") != report.grows:
             failures += 1
             print(f"    expected it to be {'leaky' if expect == 'grows' else 'bounded'}: FAILED")
-    replay = " ".join(["kubesim restarts", *args.stores, *(f"--leaky {s}" for s in args.leaky),
-                       *(f"--bounded {s}" for s in args.bounded), f"--pods {args.pods}",
-                       f"--containers {args.containers}", f"--namespaces {args.namespaces}",
-                       f"--restarts {args.restarts}", f"--fault {args.fault}", f"--seed {args.seed}"])
+    replay = " ".join(
+        [
+            "kubesim restarts",
+            *args.stores,
+            *(f"--leaky {s}" for s in args.leaky),
+            *(f"--bounded {s}" for s in args.bounded),
+            f"--pods {args.pods}",
+            f"--containers {args.containers}",
+            f"--namespaces {args.namespaces}",
+            f"--restarts {args.restarts}",
+            f"--fault {args.fault}",
+            f"--seed {args.seed}",
+        ]
+    )
     if args.plot:
         from kubesim.cli.plot import plot_restarts
 
@@ -183,7 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return cmd_serve(args)
     parser.error(f"unknown command {args.command!r}")
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
         xs = [r.round for r in report.rounds]
         ys = [r.retained_bytes / 1024 for r in report.rounds]
         verdict = (
-            f"grows {report.growth_per_round / 1024:,.1f} KiB/restart" if report.grows else "bounded"
+            f"grows {report.growth_per_round / 1024:,.1f} KiB/restart"
+            if report.grows
+            else "bounded"
         )
         memory_ax.plot(xs, ys, marker="o", markersize=3, label=f"{report.name} ({verdict})")
     memory_ax.set_xlabel("watch restarts")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import zlib
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -196,7 +197,8 @@ class APIServer:
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
-        self.trace.record("write", event_type, resource.plural, key[0], key[1], rv)
+        # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
+        self.trace.record("write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json()))
         for watcher in list(self._watchers.values()):
             if watcher.resource is resource:
                 watcher.offer(event)

@@ -169,10 +169,15 @@ def _dispatch(server: APIServer, request: Request) -> Response:
     segments = [urllib.parse.unquote(s) for s in path.split("/")[1:]] if path != "/" else []
     if segments and segments[0] == "kubesim":
         return _admin(server, request, segments[1:])
-    _check_acceptable(request)
+    # A path that names nothing is 404 whatever the Accept header says: the apiserver's
+    # NotFound handler writes an error status as JSON even when negotiation fails
+    # (responsewriters.WriteObjectNegotiated). kubectl 1.27/1.28 ask /openapi/v2 with a protobuf
+    # Accept and expect 404 (or 406) before falling back to /swagger-2.0.0.pb-v1.
     if request.method in ("GET", "HEAD"):
         fixed = _fixed_document(server, segments)
         if fixed is not None:
+            if fixed.content_type == JSON_TYPE:
+                _check_acceptable(request)
             return fixed
     if len(segments) >= 2 and segments[0] == "api" and segments[1] == "v1":
         return _resource_request(server, request, "", "v1", segments[2:])
@@ -242,6 +247,7 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
 def _resource_request(server: APIServer, request: Request, group: str, version: str,
                       rest: list[str]) -> Response:
     target = _locate(server, group, version, rest)
+    _check_acceptable(request)
     query = Query(request.query)
     method = request.method
     if method == "GET":

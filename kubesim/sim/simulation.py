@@ -28,7 +28,7 @@ from kubesim.server.watch import WatchStream
 DEFAULT_HANDOFF_TIMEOUT = 120.0
 
 
-class SimulationStopped(BaseException):  # noqa: N818 - a signal, like GeneratorExit, not an error
+class SimulationStopped(BaseException):
     """Raised inside the store thread to unwind it when the simulation stops.
 
     A ``BaseException`` so that a store's ``except Exception: retry`` loop cannot swallow it.
@@ -172,7 +172,8 @@ class Simulation:
         if store.error is not None:
             error, store.error = store.error, None
             raise StoreCrashed(
-                f"store thread {store.name!r} raised {type(error).__name__}: {error}\n{store.error_text}"
+                f"store thread {store.name!r} raised {type(error).__name__}: {error}\n"
+                + store.error_text
             ) from error
 
     @property

@@ -1,5 +1,6 @@
 """Transports: adapters that put the fake API server behind a client's wire.
 
 - :mod:`kubesim.transport.kubernetes_client`: in-process, for the official ``kubernetes`` package.
-- :mod:`kubesim.transport.http`: a real HTTP/1.1 server (chunked watches) for kubectl and any client.
+- :mod:`kubesim.transport.http`: a real HTTP/1.1 server (chunked watches) for kubectl
+  and any client.
 """

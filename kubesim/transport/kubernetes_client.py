@@ -79,9 +79,7 @@ class FakeHTTPResponse:
             try:
                 chunk = body.next_chunk()
             except WatchDropped as exc:
-                raise urllib3.exceptions.ProtocolError(
-                    "Response ended prematurely", exc
-                ) from exc
+                raise urllib3.exceptions.ProtocolError("Response ended prematurely", exc) from exc
             if not chunk:
                 return
             yield chunk
@@ -136,7 +134,9 @@ class PoolManager:
         else:
             payload = dumps(body)
         parts = urllib.parse.urlsplit(url)
-        request = Request(method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload)
+        request = Request(
+            method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload
+        )
         response = handle(self.server, request)
         return FakeHTTPResponse(response.status, response.content_type, response.body)
 

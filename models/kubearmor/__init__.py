@@ -47,7 +47,9 @@ DEFAULT_POLICIES: list[dict[str, Any]] = [
         "namespace": "",
         "selector": {"matchLabels": {"tier": tier}},
         "process": {"matchPaths": [{"path": f"/usr/bin/tool-{n}"} for n in range(8)]},
-        "file": {"matchDirectories": [{"dir": f"/var/lib/app-{n}/", "recursive": True} for n in range(8)]},
+        "file": {
+            "matchDirectories": [{"dir": f"/var/lib/app-{n}/", "recursive": True} for n in range(8)]
+        },
         "action": "Block",
         "tags": ["MITRE", "T1059", f"policy-{index}"],
     }
@@ -134,7 +136,9 @@ class KubeArmorDaemon:
             "labels": dict(metadata.get("labels") or {}),
             "annotations": dict(metadata.get("annotations") or {}),
             "containers": {s.get("containerID", ""): s.get("name", "") for s in statuses},
-            "container_names": [c.get("name", "") for c in pod.get("spec", {}).get("containers", [])],
+            "container_names": [
+                c.get("name", "") for c in pod.get("spec", {}).get("containers", [])
+            ],
         }
 
     # -- endpoints (kubeUpdate.go UpdateEndPointWithPod) -----------------------------------
@@ -160,7 +164,9 @@ class KubeArmorDaemon:
                 self.endpoints = [
                     e
                     for e in self.endpoints
-                    if not (e["namespace"] == pod["namespace"] and e["endpoint_name"] == pod["name"])
+                    if not (
+                        e["namespace"] == pod["namespace"] and e["endpoint_name"] == pod["name"]
+                    )
                 ]
 
     def _build_endpoints(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -180,7 +186,12 @@ class KubeArmorDaemon:
                 "security_policies": policies,
                 "apparmor_profiles": [f"kubearmor-{pod['namespace']}-{pod['name']}-{container}"],
                 "posture": {"file": "audit", "process": "audit", "network": "audit"},
-                "visibility": {"file": True, "process": True, "network": True, "capabilities": True},
+                "visibility": {
+                    "file": True,
+                    "process": True,
+                    "network": True,
+                    "capabilities": True,
+                },
             }
             for container in pod["container_names"]
         ]

@@ -11,7 +11,8 @@ def test_all_names_exist_and_nothing_public_is_missing() -> None:
     public = {
         name
         for name, value in vars(kubesim).items()
-        if not name.startswith("_") and not getattr(value, "__name__", "").startswith("kubesim.")
+        if not name.startswith("_")
+        and not getattr(value, "__name__", "").startswith("kubesim.")
         and name not in ("annotations",)
     }
     assert public <= exported, f"public but not in __all__: {sorted(public - exported)}"

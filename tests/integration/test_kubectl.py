@@ -1,0 +1,365 @@
+"""Real kubectl binaries (1.27 to 1.33, plus the ``kubectl`` on PATH) against ``kubesim serve``.
+
+One ``kubesim serve --port 0`` subprocess (loopback only) serves the whole module; every test
+makes its own namespace through the HTTP API, so tests do not see each other's pods except in
+``get pods -A``. Each kubectl run gets ``--kubeconfig`` (written by ``kubesim serve``), its own
+``--cache-dir`` and ``HOME`` (the discovery cache must not leak between versions or tests),
+and a subprocess timeout as a hang guard. Watches are ended by the server
+(``POST /kubesim/expire-watches``) once kubectl has printed what the test waits for; the test
+polls kubectl's output rather than relying on wall-clock timing.
+
+What each command sends is in docs/reference ``clients-measured.md`` section 2.2 and
+``k8s-wire.md`` section 4.1. ``apply`` runs with ``--validate=false``: kubesim serves no OpenAPI
+documents, and kubectl's default validation needs them.
+
+Without a server-side Table, kubectl prints ``NAME AGE`` with an AGE computed from the wall
+clock, so assertions look at names and labels only.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.kubectl
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+# Hang guards only: a healthy run takes well under a second per kubectl invocation.
+KUBECTL_TIMEOUT = 60.0
+SERVER_START_TIMEOUT = 30.0
+POLL_INTERVAL = 0.02
+
+_DISPATCHER = shutil.which("kubectl")
+if _DISPATCHER is None:
+    pytest.skip("kubectl is not on PATH", allow_module_level=True)
+KUBECTL_DIR = Path(os.path.realpath(_DISPATCHER)).parent
+
+
+def _versioned(version: str) -> str | None:
+    found = shutil.which(f"kubectl.{version}")
+    if found is not None:
+        return found
+    candidate = KUBECTL_DIR / f"kubectl.{version}"
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def _binary_params() -> list[Any]:
+    params: list[Any] = []
+    for version in VERSIONS:
+        path = _versioned(version)
+        marks = () if path is not None else pytest.mark.skip(
+            reason=f"kubectl.{version} not found on PATH or in {KUBECTL_DIR}"
+        )
+        params.append(pytest.param((version, path), id=version, marks=marks))
+    params.append(pytest.param(("dispatcher", _DISPATCHER), id="dispatcher"))
+    return params
+
+
+# -- the server ----------------------------------------------------------------------------
+class Api:
+    """A tiny client for kubesim's HTTP API (no proxies, one connection per request)."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        assert parts.hostname is not None and parts.port is not None, url
+        self.url = url
+        self.host = parts.hostname
+        self.port = parts.port
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=KUBECTL_TIMEOUT)
+        try:
+            headers = {"Accept": "application/json"}
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                headers["Content-Type"] = content_type
+            connection.request(method, path, body=data, headers=headers)
+            response = connection.getresponse()
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else None
+        finally:
+            connection.close()
+
+    def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        status, result = self.request(method, path, body, **kwargs)
+        assert 200 <= status < 300, (method, path, status, result)
+        return result
+
+    def namespace(self, name: str) -> str:
+        self.ok("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        return name
+
+    def create_pod(self, namespace: str, name: str, labels: dict[str, str] | None = None) -> Any:
+        return self.ok("POST", f"/api/v1/namespaces/{namespace}/pods", pod_manifest(name, labels))
+
+    def get_pod(self, namespace: str, name: str) -> tuple[int, Any]:
+        return self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+
+def pod_manifest(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]},
+    }
+
+
+@dataclass
+class Served:
+    api: Api
+    kubeconfig: Path
+    process: subprocess.Popen[str]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``kubesim serve --port 0 --kubeconfig ...`` on loopback, for the whole module."""
+    workdir = tmp_path_factory.mktemp("kubesim-serve")
+    kubeconfig = workdir / "kubeconfig"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    stderr = (workdir / "serve.stderr").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubesim.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
+         "--kubeconfig", str(kubeconfig), "--seed", "1"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, name="kubesim-serve-stdout", daemon=True).start()
+    try:
+        try:
+            first = lines.get(timeout=SERVER_START_TIMEOUT)
+            written = lines.get(timeout=SERVER_START_TIMEOUT)
+        except queue.Empty:
+            pytest.fail(f"kubesim serve did not start: {(workdir / 'serve.stderr').read_text()}")
+        assert first.startswith("kubesim serving at http://127.0.0.1:"), first
+        assert written.startswith("kubeconfig written to"), written
+        yield Served(Api(first.split()[-1]), kubeconfig, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        stderr.close()
+
+
+@pytest.fixture
+def api(served: Served) -> Api:
+    return served.api
+
+
+# -- kubectl ---------------------------------------------------------------------------------
+@dataclass
+class Kubectl:
+    version: str
+    binary: str
+    kubeconfig: Path
+    home: Path
+
+    @property
+    def tag(self) -> str:
+        """The version as a DNS-label fragment, for namespace names."""
+        return self.version.replace(".", "-")
+
+    def argv(self, *args: str) -> list[str]:
+        return [self.binary, "--kubeconfig", str(self.kubeconfig),
+                "--cache-dir", str(self.home / "kube-cache"), *args]
+
+    @property
+    def env(self) -> dict[str, str]:
+        # A clean environment: no KUBECONFIG or kubectl plugins from the developer's shell.
+        return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.argv(*args), env=self.env, capture_output=True, text=True,
+                              timeout=KUBECTL_TIMEOUT, check=False)
+
+    def ok(self, *args: str) -> str:
+        done = self.run(*args)
+        assert done.returncode == 0, (
+            f"kubectl {self.version} {' '.join(args)} exited {done.returncode}:\n"
+            f"stdout: {done.stdout}\nstderr: {done.stderr}"
+        )
+        return done.stdout
+
+
+@pytest.fixture(params=_binary_params())
+def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> Kubectl:
+    version, binary = request.param
+    home = tmp_path / "home"
+    home.mkdir()
+    return Kubectl(version, binary, served.kubeconfig, home)
+
+
+def _wait_for(what: str, condition: Callable[[], bool], process: subprocess.Popen[Any],
+              output: Path) -> None:
+    """Poll until ``condition`` holds; fail early if kubectl exits, or after the hang guard."""
+    deadline = time.monotonic() + KUBECTL_TIMEOUT
+    while not condition():
+        if process.poll() is not None:
+            pytest.fail(f"kubectl exited ({process.returncode}) before {what}:\n{output.read_text()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}:\n{output.read_text()}")
+        time.sleep(POLL_INTERVAL)
+
+
+def _rows(text: str, name: str) -> list[str]:
+    """Output lines whose NAME column (first, after an optional EVENT column) is ``name``."""
+    return [line for line in text.splitlines() if name in line.split()[:2]]
+
+
+# -- the tests -------------------------------------------------------------------------------
+def test_get_pods_all_namespaces_lists_pods_created_through_the_api(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"get-all-{kubectl.tag}")
+    for name in ("alpha", "beta"):
+        api.create_pod(namespace, name)
+    out = kubectl.ok("get", "pods", "-A")
+    assert out.splitlines()[0].split()[:2] == ["NAMESPACE", "NAME"]
+    listed = {tuple(line.split()[:2]) for line in out.splitlines()[1:]}
+    assert {(namespace, "alpha"), (namespace, "beta")} <= listed
+
+
+def test_get_pods_output_json_is_a_list_holding_exactly_the_namespace_pods(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"get-json-{kubectl.tag}")
+    for name in ("one", "two", "three"):
+        api.create_pod(namespace, name, {"app": name})
+    document = json.loads(kubectl.ok("get", "pods", "-o", "json", "-n", namespace))
+    assert document["kind"] == "List"
+    items = document["items"]
+    assert sorted(item["metadata"]["name"] for item in items) == ["one", "three", "two"]
+    assert all(item["kind"] == "Pod" and item["apiVersion"] == "v1" for item in items)
+    assert {item["metadata"]["name"]: item["metadata"]["labels"]["app"] for item in items} == {
+        "one": "one", "two": "two", "three": "three"
+    }
+
+
+def test_label_pod_adds_a_label_that_a_later_get_returns(kubectl: Kubectl, api: Api) -> None:
+    namespace = api.namespace(f"label-{kubectl.tag}")
+    created = api.create_pod(namespace, "x", {"keep": "me"})
+    out = kubectl.ok("label", "pod", "x", "a=b", "-n", namespace)
+    assert "pod/x labeled" in out
+    status, pod = api.get_pod(namespace, "x")
+    assert status == 200
+    assert pod["metadata"]["labels"] == {"keep": "me", "a": "b"}
+    assert int(pod["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+
+
+def test_get_pods_watch_prints_changes_and_exits_0_when_the_server_ends_the_watch(
+    kubectl: Kubectl, api: Api, tmp_path: Path
+) -> None:
+    namespace = api.namespace(f"watch-{kubectl.tag}")
+    api.create_pod(namespace, "before")
+    output = tmp_path / "watch.out"
+    errors = tmp_path / "watch.err"
+    with output.open("w") as out, errors.open("w") as err:
+        process = subprocess.Popen(kubectl.argv("get", "pods", "-w", "-n", namespace),
+                                   env=kubectl.env, stdout=out, stderr=err, text=True)
+    try:
+        _wait_for("the initial list", lambda: bool(_rows(output.read_text(), "before")),
+                  process, output)
+        # The watch starts from the list's resourceVersion, so these changes reach kubectl even
+        # if they commit before its watch request arrives.
+        api.create_pod(namespace, "during")
+        api.ok("PATCH", f"/api/v1/namespaces/{namespace}/pods/before",
+               {"metadata": {"labels": {"changed": "yes"}}},
+               content_type="application/merge-patch+json")
+
+        def printed() -> bool:
+            text = output.read_text()
+            return len(_rows(text, "during")) == 1 and len(_rows(text, "before")) == 2
+
+        _wait_for("the watch events", printed, process, output)
+        closed = api.ok("POST", "/kubesim/expire-watches")
+        assert closed["closed"] >= 1
+        returncode = process.wait(timeout=KUBECTL_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = output.read_text()
+    assert returncode == 0, f"stdout: {text}\nstderr: {errors.read_text()}"
+    assert text.splitlines()[0].split()[0] == "NAME"
+    # list row, then ADDED for "during" and MODIFIED for "before", each once.
+    assert [line.split()[0] for line in text.splitlines()[1:]] == ["before", "during", "before"]
+
+
+def test_apply_creates_then_a_reapply_sends_a_strategic_merge_patch_that_changes_the_label(
+    kubectl: Kubectl, api: Api, tmp_path: Path
+) -> None:
+    namespace = api.namespace(f"apply-{kubectl.tag}")
+    manifest = tmp_path / "pod.yaml"
+
+    def write(label: str, sidecar_image: str) -> None:
+        # JSON is YAML; two containers so that a merge patch would visibly differ from a
+        # strategic one (containers merge by name, plus a $setElementOrder directive).
+        pod = pod_manifest("applied", {"version": label})
+        pod["spec"]["containers"].append({"name": "sidecar", "image": sidecar_image})
+        manifest.write_text(json.dumps(pod, indent=2))
+
+    write("one", "busybox:1.36")
+    out = kubectl.ok("apply", "-f", str(manifest), "--validate=false", "-n", namespace)
+    assert "pod/applied created" in out
+    status, first = api.get_pod(namespace, "applied")
+    assert status == 200
+    assert first["metadata"]["labels"] == {"version": "one"}
+    assert "kubectl.kubernetes.io/last-applied-configuration" in first["metadata"]["annotations"]
+
+    write("two", "busybox:1.37")
+    out = kubectl.ok("apply", "-f", str(manifest), "--validate=false", "-n", namespace)
+    assert "pod/applied configured" in out
+    status, second = api.get_pod(namespace, "applied")
+    assert status == 200
+    assert second["metadata"]["labels"] == {"version": "two"}
+    assert second["metadata"]["uid"] == first["metadata"]["uid"]
+    assert [(c["name"], c["image"]) for c in second["spec"]["containers"]] == [
+        ("main", "nginx:1.25"), ("sidecar", "busybox:1.37")
+    ]
+    applied = json.loads(second["metadata"]["annotations"]
+                         ["kubectl.kubernetes.io/last-applied-configuration"])
+    assert applied["metadata"]["labels"] == {"version": "two"}
+
+
+def test_delete_pod_removes_it_so_a_later_get_is_404(kubectl: Kubectl, api: Api) -> None:
+    namespace = api.namespace(f"delete-{kubectl.tag}")
+    api.create_pod(namespace, "x")
+    api.create_pod(namespace, "bystander")
+    out = kubectl.ok("delete", "pod", "x", "-n", namespace)
+    assert 'pod "x" deleted' in out
+    status, body = api.get_pod(namespace, "x")
+    assert status == 404
+    assert body["reason"] == "NotFound"
+    assert api.get_pod(namespace, "bystander")[0] == 200

@@ -1,0 +1,160 @@
+"""The official ``kubernetes`` client runs unchanged against kubesim, in-process (no sockets)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+import kubesim
+from kubesim import APIServer
+from kubesim.workload import make_pod
+
+
+@pytest.fixture
+def no_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the in-process transport opened a socket")
+
+    monkeypatch.setattr(socket.socket, "__init__", refuse)
+
+
+@pytest.fixture
+def core(server: APIServer, no_sockets: None) -> client.CoreV1Api:
+    return client.CoreV1Api(kubesim.kubernetes_client(server))
+
+
+def test_list_create_patch_and_delete_go_through_the_client_unchanged(
+    core: client.CoreV1Api,
+) -> None:
+    created = core.create_namespaced_pod("default", make_pod("web-1", "default"))
+    assert created.metadata.uid
+    assert created.metadata.resource_version
+    assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["web-1"]
+    patched = core.patch_namespaced_pod("web-1", "default", {"metadata": {"labels": {"v": "2"}}})
+    assert patched.metadata.labels["v"] == "2"
+    assert int(patched.metadata.resource_version) > int(created.metadata.resource_version)
+    core.delete_namespaced_pod("web-1", "default")
+    assert core.list_pod_for_all_namespaces().items == []
+
+
+def test_errors_reach_the_client_as_api_exceptions_with_the_status_body(
+    core: client.CoreV1Api,
+) -> None:
+    with pytest.raises(ApiException) as missing:
+        core.read_namespaced_pod("nope", "default")
+    assert missing.value.status == 404
+    assert '"reason":"NotFound"' in missing.value.body
+    core.create_namespaced_pod("default", make_pod("dup", "default"))
+    with pytest.raises(ApiException) as exists:
+        core.create_namespaced_pod("default", make_pod("dup", "default"))
+    assert exists.value.status == 409
+    assert 'pods \\"dup\\" already exists' in exists.value.body
+
+
+def test_watch_stream_sees_added_modified_deleted_in_order(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", make_pod("a", "default"))
+    start = core.list_namespaced_pod("default").metadata.resource_version
+    core.patch_namespaced_pod("a", "default", {"metadata": {"labels": {"x": "1"}}})
+    core.delete_namespaced_pod("a", "default")
+    events = [
+        (e["type"], e["object"].metadata.name, e["object"].metadata.resource_version)
+        for e in watch.Watch().stream(
+            core.list_namespaced_pod, "default", resource_version=start, timeout_seconds=60
+        )
+    ]
+    assert [(t, n) for t, n, _ in events] == [("MODIFIED", "a"), ("DELETED", "a")]
+    rvs = [int(rv) for _, _, rv in events]
+    assert rvs == sorted(rvs)
+    assert rvs[0] > int(start)
+    # The watch ended at its timeout, in virtual time: no wall-clock wait happened.
+    assert server.clock.now() == 60
+
+
+def test_a_raw_watch_without_rv_replays_every_pod_as_added(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    for name in ("b", "a", "c"):
+        server.create("pods", make_pod(name, "default"))
+    response = core.list_namespaced_pod(
+        "default", watch=True, _preload_content=False, timeout_seconds=5
+    )
+    lines = list(watch.watch.iter_resp_lines(response))
+    names = [line.split('"name":"')[1].split('"')[0] for line in lines]
+    assert names == ["a", "b", "c"]  # key order, not creation order
+    assert all(line.startswith('{"type":"ADDED"') for line in lines)
+
+
+def test_an_abrupt_drop_surfaces_as_a_urllib3_protocol_error(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    server.create("pods", make_pod("a", "default"))
+    response = core.list_namespaced_pod("default", watch=True, _preload_content=False)
+    chunks: Iterator[bytes] = response.stream()
+    assert b'"ADDED"' in next(chunks)
+    server.drop_watches()
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        next(chunks)
+
+
+def test_a_410_error_event_reaches_the_watch_as_api_exception(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    server.create("pods", make_pod("a", "default"))
+    old = core.list_namespaced_pod("default").metadata.resource_version
+    server.create("pods", make_pod("b", "default"))
+    server.compact()
+    with pytest.raises(ApiException) as gone:
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_pod, "default", resource_version=old, timeout_seconds=30
+            )
+        )
+    assert gone.value.status == 410
+    assert f"too old resource version: {old}" in str(gone.value.reason)
+
+
+def test_patch_kubernetes_routes_clients_built_without_arguments(
+    server: APIServer, no_sockets: None
+) -> None:
+    server.create("pods", make_pod("a", "default"))
+    with kubesim.patch_kubernetes(server):
+        assert [
+            p.metadata.name for p in client.CoreV1Api().list_pod_for_all_namespaces().items
+        ] == ["a"]
+        other = client.ApiClient()
+        assert isinstance(
+            other.rest_client.pool_manager, kubesim.transport.kubernetes_client.PoolManager
+        )
+    assert not isinstance(
+        client.ApiClient().rest_client.pool_manager, kubesim.transport.kubernetes_client.PoolManager
+    )
+
+
+def test_apps_v1_resources_are_served(server: APIServer, no_sockets: None) -> None:
+    apps = client.AppsV1Api(kubesim.kubernetes_client(server))
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+    created = apps.create_namespaced_deployment("default", body)
+    assert created.metadata.generation == 1
+    scaled = apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2
+    relabelled = apps.patch_namespaced_deployment(
+        "web", "default", {"metadata": {"labels": {"a": "b"}}}
+    )
+    assert relabelled.metadata.generation == 2  # metadata changes do not bump generation
