@@ -1,0 +1,34 @@
+"""What a controlled run can report, as exceptions with the numbers a person needs."""
+
+from __future__ import annotations
+
+
+class ScheduleFailure(Exception):
+    """Base class: a controlled run found a problem (or the harness did)."""
+
+
+class Deadlock(ScheduleFailure):
+    """Every controlled thread waits and nothing (no timer, no server event) can wake one."""
+
+
+class Livelock(ScheduleFailure):
+    """The run exceeded its step or virtual-time bound without finishing."""
+
+
+class ThreadCrashed(ScheduleFailure):
+    """A controlled thread raised; ``__cause__`` is the original exception."""
+
+
+class UncontrolledThread(ScheduleFailure):
+    """A thread the scheduler does not control touched a simulated primitive during a run."""
+
+
+class NondeterminismDetected(ScheduleFailure):
+    """Replaying the same schedule gave a different trace: uncontrolled nondeterminism."""
+
+
+class _Abort(BaseException):  # noqa: N818 - a control-flow signal, like GeneratorExit
+    """Raised inside controlled threads to unwind them when a run ends early.
+
+    A ``BaseException`` so that a store's ``except Exception: retry`` cannot swallow it.
+    """

@@ -1,0 +1,602 @@
+"""The controlled scheduler: real threads, one at a time, every switch drawn from the choices.
+
+Each controlled thread is a real ``threading.Thread`` that runs only while it holds the
+*baton*; the others are parked on their own raw lock. A thread gives the baton away at
+*scheduling points*:
+
+- every line or opcode executed in a *traced* file (the store under test; opcode granularity
+  by default so that ``x += 1`` and ``d[k] = d.get(k, 0) + 1`` can be split), via ``sys.settrace``;
+- every operation on a simulated primitive (lock acquire and release, condition wait and
+  notify, queue put and get, ``time.sleep``), and every blocking watch read.
+
+At each point the :class:`~kubesim.sched.strategies.Strategy` picks who runs next, drawing from
+the run's :class:`~kubesim._core.ChoiceSource`. Blocking parks the thread; when every thread
+waits, virtual time jumps to the next deadline (trio's autojump), so an hour of watch traffic
+with timeouts runs in milliseconds. When nothing can ever wake a thread, that is a
+:class:`~kubesim.sched.errors.Deadlock`, reported with every thread's stack and what it waits for.
+
+Threads started by controlled code are adopted (``Thread.start`` is patched for the run); a
+thread the scheduler does not control that touches a simulated primitive is a loud
+:class:`~kubesim.sched.errors.UncontrolledThread` error, never a silent pass.
+
+The measured prototype this follows is in ``shared/reference/simulation-and-races.md`` section 4.
+"""
+
+from __future__ import annotations
+
+import _thread
+import enum
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from types import CodeType, FrameType, ModuleType
+from typing import Any
+
+from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
+from kubesim._core.clock import Timer
+from kubesim.sched.errors import (
+    Deadlock,
+    Livelock,
+    ThreadCrashed,
+    UncontrolledThread,
+    _Abort,
+)
+from kubesim.sched.strategies import Strategy
+
+DEFAULT_MAX_STEPS = 200_000
+# Wall time the controller waits for the baton to come back before it declares a thread
+# blocked outside the simulation. A diagnosis only; it never decides anything in a run.
+DEFAULT_HANDOFF_TIMEOUT = 120.0
+
+_active: Scheduler | None = None
+
+
+def active() -> Scheduler | None:
+    """The scheduler of the run in progress, if any."""
+    return _active
+
+
+class State(enum.Enum):
+    RUNNABLE = "runnable"
+    BLOCKED = "blocked"
+    FINISHED = "finished"
+
+
+class Waitable:
+    """Something a controlled thread can block on; ``describe`` goes into deadlock reports.
+
+    ``wakes_on_time``: a waiter can be woken by virtual time passing even without a timeout of
+    its own (a watch read: the server ends watches and sends bookmarks on timers).
+    """
+
+    wakes_on_time = False
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class _Sleep(Waitable):
+    def describe(self) -> str:
+        return "time.sleep"
+
+
+class _Joined(Waitable):
+    def __init__(self, target: ControlledThread) -> None:
+        self.target = target
+
+    def describe(self) -> str:
+        return f"join of thread {self.target.name!r}"
+
+
+class ControlledThread:
+    __slots__ = (
+        "id",
+        "ident",
+        "joined",
+        "name",
+        "park",
+        "state",
+        "thread",
+        "timed_out",
+        "timer",
+        "waiting_on",
+    )
+
+    def __init__(self, ident: int, name: str, thread: threading.Thread | None) -> None:
+        self.id = ident
+        self.name = name
+        self.thread = thread
+        self.ident: int | None = None
+        self.park = _thread.allocate_lock()
+        self.park.acquire()
+        self.state = State.RUNNABLE
+        self.waiting_on: Waitable | None = None
+        self.timer: Timer | None = None
+        self.timed_out = False
+        self.joined = _Joined(self)
+
+    def __repr__(self) -> str:
+        return f"<thread {self.id} {self.name!r} {self.state.value}>"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How one controlled run went."""
+
+    steps: int
+    switches: int
+    preemptions: int
+    threads: int
+    virtual_time: float
+    trace_hash: str
+    failure: BaseException | None
+    strategy: str
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _resolve_traced(traced: Iterable[str | ModuleType]) -> tuple[str, ...]:
+    """Files (or package directories) whose code gets scheduling points."""
+    import os
+
+    prefixes: list[str] = []
+    for item in traced:
+        if isinstance(item, ModuleType):
+            path = getattr(item, "__file__", None)
+            if path is None:
+                raise ValueError(f"traced module {item.__name__!r} has no __file__")
+            if os.path.basename(path) == "__init__.py":
+                prefixes.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+            else:
+                prefixes.append(os.path.abspath(path))
+        elif isinstance(item, str):
+            prefixes.append(os.path.abspath(item))
+        else:
+            raise TypeError(f"traced entries must be modules or paths, got {item!r}")
+    return tuple(prefixes)
+
+
+class Scheduler:
+    """Runs a scenario's threads one at a time under a strategy. One run per instance."""
+
+    def __init__(
+        self,
+        *,
+        strategy: Strategy,
+        choices: ChoiceSource | None = None,
+        seed: int | str = 0,
+        clock: VirtualClock | None = None,
+        trace: Trace | None = None,
+        traced: Iterable[str | ModuleType] = (),
+        granularity: str = "opcode",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_time: float | None = None,
+        handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
+    ) -> None:
+        if granularity not in ("opcode", "line"):
+            raise ValueError(f"granularity must be 'opcode' or 'line', got granularity={granularity!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got max_steps={max_steps!r}")
+        self.strategy = strategy
+        self.choices = choices if choices is not None else SeededChoices(seed, name="schedule")
+        self.clock = clock if clock is not None else VirtualClock()
+        self.trace = trace if trace is not None else Trace()
+        self.traced = _resolve_traced(traced)
+        self.opcodes = granularity == "opcode"
+        self.max_steps = max_steps
+        self.max_time = max_time
+        self.handoff_timeout = handoff_timeout
+        self.threads: list[ControlledThread] = []
+        self._by_ident: dict[int, ControlledThread] = {}
+        self._by_thread: dict[threading.Thread, ControlledThread] = {}
+        self.current: ControlledThread | None = None
+        self.steps = 0
+        self.switches = 0
+        self.preemptions = 0
+        self.failure: BaseException | None = None
+        self.aborting = False
+        self._atomic = 0
+        self._done = _thread.allocate_lock()
+        self._traced_code: dict[CodeType, bool] = {}
+        self._controller = threading.get_ident()
+
+    # -- identity ---------------------------------------------------------------------------
+    def current_thread(self) -> ControlledThread | None:
+        """The controlled thread calling this, or None for any other thread."""
+        return self._by_ident.get(_thread.get_ident())
+
+    def require_current(self, what: str) -> ControlledThread:
+        ct = self.current_thread()
+        if ct is None:
+            error = UncontrolledThread(
+                f"thread {threading.current_thread().name!r} is not controlled by the kubesim "
+                f"scheduler but used {what} during a controlled run; start threads from inside "
+                "the scenario (they are adopted) instead of with _thread or before the run"
+            )
+            self._fail(error)
+            raise error
+        return ct
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, main: Callable[[], Any], *, name: str = "main") -> RunResult:
+        """Run ``main`` as controlled thread 0 until every controlled thread finished."""
+        global _active
+        from kubesim.sched import patches
+
+        if _active is not None:
+            raise RuntimeError("a controlled run is already in progress; runs do not nest")
+        if self.threads:
+            raise RuntimeError("a Scheduler runs once; create a new one per run")
+        self.strategy.start(self.choices)
+        self._done.acquire()
+        # The first real thread starts before the patches: its Thread internals stay real.
+        first = self._new_thread(name, None)
+        self._start_real_thread(first, main)
+        _active = self
+        patches.install()
+        try:
+            self.current = first
+            self.trace.record("run", self.strategy.name)
+            first.park.release()
+            if not self._done.acquire(timeout=self.handoff_timeout):
+                self._fail(self._blocked_outside())
+            self._abort_all()
+        finally:
+            patches.uninstall()
+            _active = None
+        return RunResult(
+            steps=self.steps,
+            switches=self.switches,
+            preemptions=self.preemptions,
+            threads=len(self.threads),
+            virtual_time=self.clock.now(),
+            trace_hash=self.trace.hexdigest(),
+            failure=self.failure,
+            strategy=self.strategy.name,
+        )
+
+    def _new_thread(self, name: str, thread: threading.Thread | None) -> ControlledThread:
+        ct = ControlledThread(len(self.threads), name, thread)
+        self.threads.append(ct)
+        if thread is not None:
+            self._by_thread[thread] = ct
+        self.strategy.on_spawn(ct.id)
+        self.trace.record("spawn", ct.id, name)
+        return ct
+
+    def _start_real_thread(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
+        real = patches_original_thread()(target=lambda: self._thread_main(ct, target),
+                                         name=f"kubesim-{ct.name}", daemon=True)
+        ct.thread = real
+        patches_original_start()(real)
+
+    def adopt(self, thread: threading.Thread) -> None:
+        """Take over a ``threading.Thread`` that controlled code is starting."""
+        self.require_current("Thread.start")
+        ct = self._new_thread(thread.name, thread)
+        run = thread.run
+        thread.run = lambda: self._thread_main(ct, run)  # type: ignore[method-assign]
+        # Thread.start waits on _started, which the child sets before run(): it must be a real
+        # flag, or the child would touch simulated state without the baton.
+        thread._started = _RealFlag()  # type: ignore[attr-defined]
+        patches_original_start()(thread)
+        self.point()
+
+    def _thread_main(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
+        ct.ident = _thread.get_ident()
+        self._by_ident[ct.ident] = ct
+        ct.park.acquire()
+        try:
+            if self.aborting:
+                return
+            if self.traced:
+                sys.settrace(self._global_trace)
+            try:
+                target()
+            finally:
+                sys.settrace(None)
+        except _Abort:
+            pass
+        except BaseException as exc:
+            self._fail(_crash(ct, exc))
+        finally:
+            self._finish(ct)
+
+    def _finish(self, ct: ControlledThread) -> None:
+        ct.state = State.FINISHED
+        self.trace.record("finish", ct.id)
+        self.wake(ct.joined)
+        if self.aborting or self.failure is not None:
+            self._done_release()
+            return
+        runnable = self._runnable()
+        if not runnable and all(t.state is State.FINISHED for t in self.threads):
+            self._done_release()
+            return
+        try:
+            self._hand_off_from(ct, finished=True)
+        except _Abort:
+            self._done_release()
+
+    def _done_release(self) -> None:
+        if self._done.locked():
+            self._done.release()
+
+    def _abort_all(self) -> None:
+        """Unwind every unfinished thread, one at a time, with :class:`_Abort`."""
+        self.aborting = True
+        for ct in self.threads:
+            if ct.state is State.FINISHED or ct.thread is None:
+                continue
+            if ct.ident is None and not ct.thread.is_alive():
+                continue
+            self._done.acquire(blocking=False)
+            ct.state = State.RUNNABLE
+            self.current = ct
+            ct.park.release()
+            if not self._done.acquire(timeout=self.handoff_timeout):
+                self._fail(self._blocked_outside())
+                return
+
+    # -- scheduling points ------------------------------------------------------------------
+    def _global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        code = frame.f_code
+        traced = self._traced_code.get(code)
+        if traced is None:
+            traced = self._traced_code[code] = code.co_filename.startswith(self.traced)
+        if not traced:
+            return None
+        if self.opcodes:
+            frame.f_trace_opcodes = True
+            frame.f_trace_lines = False
+        return self._local_trace
+
+    def _local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode" or event == "line":
+            self.point()
+        return self._local_trace
+
+    def point(self) -> None:
+        """A scheduling point of the calling (current) thread."""
+        if self._atomic or self.aborting:
+            return
+        ct = self.current
+        if ct is None or ct.ident != _thread.get_ident():
+            return
+        self.steps += 1
+        if self.steps > self.max_steps:
+            self._fail(
+                Livelock(
+                    f"the run exceeded max_steps={self.max_steps} scheduling points without "
+                    f"finishing (virtual time {self.clock.now():.3f} s): a livelock or a loop that "
+                    "never ends; raise max_steps if the scenario is just long"
+                )
+            )
+            raise _Abort
+        runnable = self._runnable()
+        chosen = self.strategy.at_point(self.steps, ct.id, runnable)
+        if chosen != ct.id:
+            self.preemptions += 1
+            self._switch(ct, self.threads[chosen])
+
+    def atomic(self) -> _Atomic:
+        """A block with no scheduling points (for harness code that must not be interleaved)."""
+        return _Atomic(self)
+
+    def _runnable(self) -> list[int]:
+        return [t.id for t in self.threads if t.state is State.RUNNABLE]
+
+    def _switch(self, cur: ControlledThread, nxt: ControlledThread) -> None:
+        self.switches += 1
+        self.trace.record("switch", self.steps, cur.id, nxt.id)
+        self.current = nxt
+        nxt.park.release()
+        cur.park.acquire()
+        if self.aborting:
+            raise _Abort
+
+    def _hand_off_from(self, ct: ControlledThread, *, finished: bool = False) -> None:
+        """``ct`` cannot run (blocked or finished): run someone else, moving time if needed."""
+        while True:
+            runnable = self._runnable()
+            if runnable:
+                chosen = self.threads[self.strategy.after_block(self.steps, ct.id, runnable)]
+                if chosen is ct:
+                    return
+                if finished:
+                    self.switches += 1
+                    self.trace.record("switch", self.steps, ct.id, chosen.id)
+                    self.current = chosen
+                    chosen.park.release()
+                    return
+                self._switch(ct, chosen)
+                return
+            if not self._time_can_help():
+                self._fail(Deadlock(self._deadlock_report()))
+                raise _Abort
+            deadline = self.clock.next_deadline()
+            assert deadline is not None
+            if self.max_time is not None and deadline > self.max_time:
+                self._fail(
+                    Livelock(
+                        f"virtual time would pass max_time={self.max_time} s (next deadline "
+                        f"{deadline:.3f} s) with every thread waiting; raise max_time if intended"
+                    )
+                )
+                raise _Abort
+            self.trace.record("autojump", deadline)
+            self.clock.advance_to(deadline)
+
+    def _time_can_help(self) -> bool:
+        if self.clock.next_deadline() is None:
+            return False
+        return any(
+            t.state is State.BLOCKED
+            and (t.timer is not None or (t.waiting_on is not None and t.waiting_on.wakes_on_time))
+            for t in self.threads
+        )
+
+    # -- blocking ---------------------------------------------------------------------------
+    def block(self, ct: ControlledThread, waitable: Waitable, timeout: float | None = None) -> bool:
+        """Park ``ct`` until :meth:`wake` names ``waitable`` (True) or ``timeout`` passes (False)."""
+        if self.aborting:
+            raise _Abort
+        ct.state = State.BLOCKED
+        ct.waiting_on = waitable
+        ct.timed_out = False
+        if timeout is not None:
+            ct.timer = self.clock.call_later(max(0.0, timeout), lambda: self._time_out(ct))
+        self.trace.record("block", self.steps, ct.id, waitable.describe())
+        try:
+            self._hand_off_from(ct)
+        finally:
+            if ct.timer is not None:
+                ct.timer.cancel()
+                ct.timer = None
+        return not ct.timed_out
+
+    def _time_out(self, ct: ControlledThread) -> None:
+        if ct.state is State.BLOCKED:
+            ct.timed_out = True
+            ct.state = State.RUNNABLE
+            ct.waiting_on = None
+
+    def wake(self, waitable: Waitable, n: int | None = None) -> int:
+        """Make up to ``n`` (default: all) threads blocked on ``waitable`` runnable, in id order."""
+        woken = 0
+        for t in self.threads:
+            if n is not None and woken >= n:
+                break
+            if t.state is State.BLOCKED and t.waiting_on is waitable:
+                t.state = State.RUNNABLE
+                t.waiting_on = None
+                woken += 1
+        return woken
+
+    def sleep(self, seconds: float) -> None:
+        ct = self.require_current("time.sleep")
+        if seconds <= 0:
+            self.point()
+            return
+        self.block(ct, _Sleep(), seconds)
+
+    def join(self, target: threading.Thread, timeout: float | None) -> bool:
+        """Wait for an adopted thread to finish; True if it did."""
+        ct = self.require_current("Thread.join")
+        other = self._by_thread.get(target)
+        if other is None:
+            return False
+        if other.state is not State.FINISHED:
+            self.block(ct, other.joined, timeout)
+        return other.state is State.FINISHED
+
+    def is_controlled(self, thread: threading.Thread) -> bool:
+        return thread in self._by_thread
+
+    # -- failures ---------------------------------------------------------------------------
+    def _fail(self, error: BaseException) -> None:
+        if self.failure is None:
+            self.failure = error
+            self.trace.record("failure", type(error).__name__, str(error).splitlines()[0][:200])
+
+    def _stacks(self) -> dict[int, str]:
+        frames = sys._current_frames()
+        out: dict[int, str] = {}
+        for t in self.threads:
+            frame = frames.get(t.ident or -1)
+            if frame is not None:
+                out[t.id] = "".join(traceback.format_stack(frame)[-8:])
+        return out
+
+    def _deadlock_report(self) -> str:
+        stacks = self._stacks()
+        lines = [
+            f"deadlock after {self.steps} steps at virtual time {self.clock.now():.3f} s: every "
+            "controlled thread waits and nothing can wake one"
+        ]
+        for t in self.threads:
+            if t.state is State.FINISHED:
+                continue
+            what = t.waiting_on.describe() if t.waiting_on else "nothing"
+            lines.append(f"- thread {t.id} {t.name!r} waits for {what}")
+            stack = stacks.get(t.id)
+            if stack and t is not self.current:
+                lines.extend("    " + line for line in stack.rstrip().splitlines())
+        return "\n".join(lines)
+
+    def _blocked_outside(self) -> BaseException:
+        stacks = self._stacks()
+        holder = self.current
+        name = holder.name if holder else "?"
+        stack = stacks.get(holder.id, "") if holder else ""
+        return Deadlock(
+            f"thread {name!r} held the baton for {self.handoff_timeout:.0f} s of wall time without "
+            "reaching a scheduling point: it is blocked outside the simulation (a real lock, "
+            "socket, sleep or C-level wait created before the run?)\n" + stack
+        )
+
+
+class _Atomic:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def __enter__(self) -> None:
+        self.scheduler._atomic += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.scheduler._atomic -= 1
+
+
+class _RealFlag:
+    """A minimal Event on a raw lock, for ``Thread._started`` of adopted threads."""
+
+    def __init__(self) -> None:
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            self._lock.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        acquired = self._lock.acquire(True, -1 if timeout is None else timeout)
+        if acquired:
+            self._lock.release()
+        return self._set
+
+    def clear(self) -> None:  # Thread internals never call it on _started; keep the API whole
+        if self._set:
+            self._lock.acquire()
+            self._set = False
+
+
+def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    crashed = ThreadCrashed(f"thread {ct.name!r} raised {type(exc).__name__}: {exc}\n{text}")
+    crashed.__cause__ = exc
+    crashed.thread_name = ct.name  # type: ignore[attr-defined]
+    crashed.original = exc  # type: ignore[attr-defined]
+    return crashed
+
+
+def patches_original_thread() -> type[threading.Thread]:
+    from kubesim.sched import patches
+
+    return patches.ORIGINAL_THREAD
+
+
+def patches_original_start() -> Callable[[threading.Thread], None]:
+    from kubesim.sched import patches
+
+    return patches.ORIGINAL_START

@@ -1,0 +1,179 @@
+"""Scheduling strategies: who runs next at each scheduling point.
+
+Every decision is drawn from the run's :class:`~kubesim._core.ChoiceSource`, oriented so that the
+shrink target (``lo``) means "keep running the current thread": a Hypothesis-backed source then
+shrinks a failing schedule towards fewer preemptions.
+
+- :class:`RandomWalk`: at each point, preempt with probability ``p`` to a uniformly drawn
+  other runnable thread. Good at bugs that need many fine alternations.
+- :class:`PCT`: probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010; the
+  Shuttle/Coyote variant): random distinct thread priorities, ``depth - 1`` change points drawn
+  over the estimated number of steps ``k``, always run the highest-priority runnable thread. Finds
+  a depth-d bug with probability >= 1/(n k^(d-1)) per run, however long the atomicity window.
+  ``k`` adapts: :func:`kubesim.sched.explore` feeds back the largest step count seen.
+- :class:`Preemptions`: an explicit, sorted list of steps at which to switch to the next runnable
+  thread in round-robin order. Hypothesis draws and shrinks this list directly
+  (CHESS-style preemption bounding); it is the best-shrinking encoding we measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubesim._core import ChoiceSource
+
+
+class Strategy(Protocol):
+    """Picks the next thread. ``runnable`` is in creation order and never empty."""
+
+    name: str
+
+    def start(self, choices: ChoiceSource) -> None:
+        """Called once at the start of a run."""
+
+    def on_spawn(self, thread_id: int) -> None:
+        """A new controlled thread exists (ids count up from 0 in creation order)."""
+
+    def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
+        """At a scheduling point of ``current`` (which is runnable): who runs next."""
+        ...
+
+    def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
+        """``previous`` blocked or finished: who runs next among ``runnable``."""
+        ...
+
+
+def _round_robin_after(previous: int, runnable: Sequence[int]) -> int:
+    later = [t for t in runnable if t > previous]
+    return later[0] if later else runnable[0]
+
+
+@dataclass
+class RandomWalk:
+    """Preempt with probability ``p`` at each point (``p`` in [0, 1])."""
+
+    p: float
+    name: str = ""
+    _choices: ChoiceSource | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"RandomWalk needs 0 <= p <= 1, got p={self.p!r}")
+        self.name = self.name or f"random(p={self.p:g})"
+        self._threshold = round((1.0 - self.p) * 10_000)
+
+    def start(self, choices: ChoiceSource) -> None:
+        self._choices = choices
+
+    def on_spawn(self, thread_id: int) -> None:
+        pass
+
+    def _pick(self, runnable: Sequence[int]) -> int:
+        assert self._choices is not None
+        return runnable[self._choices.integer(0, len(runnable) - 1)]
+
+    def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
+        if len(runnable) < 2 or self.p == 0.0:
+            return current
+        assert self._choices is not None
+        # Drawing 0..threshold-1 (the shrink target side) means "no preemption".
+        if self._choices.integer(0, 9_999) < self._threshold:
+            return current
+        return self._pick([t for t in runnable if t != current])
+
+    def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
+        return self._pick(runnable) if len(runnable) > 1 else runnable[0]
+
+
+@dataclass
+class PCT:
+    """Priority-based probabilistic scheduling with ``depth - 1`` priority change points."""
+
+    depth: int
+    steps: int = 1000
+    name: str = ""
+    _priorities: dict[int, int] = field(default_factory=dict, repr=False)
+    _change_points: list[int] = field(default_factory=list, repr=False)
+    _choices: ChoiceSource | None = field(default=None, repr=False)
+    _lowered: int = 0
+
+    def __post_init__(self) -> None:
+        if self.depth < 1:
+            raise ValueError(f"PCT needs depth >= 1, got depth={self.depth!r}")
+        if self.steps < 1:
+            raise ValueError(f"PCT needs an estimate steps >= 1, got steps={self.steps!r}")
+        self.name = self.name or f"pct(depth={self.depth})"
+
+    def start(self, choices: ChoiceSource) -> None:
+        self._choices = choices
+        self._priorities = {}
+        self._lowered = 0
+        self._change_points = sorted(choices.integer(1, self.steps) for _ in range(self.depth - 1))
+
+    def on_spawn(self, thread_id: int) -> None:
+        assert self._choices is not None
+        # Initial priorities are large and distinct; change points lower a thread below them all.
+        base = self.depth + 1
+        taken = set(self._priorities.values())
+        priority = base + self._choices.integer(0, 10_000)
+        while priority in taken:
+            priority += 1
+        self._priorities[thread_id] = priority
+
+    def _highest(self, runnable: Sequence[int]) -> int:
+        return max(runnable, key=lambda t: (self._priorities.get(t, 0), -t))
+
+    def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
+        while self._change_points and self._change_points[0] <= step:
+            self._change_points.pop(0)
+            self._lowered += 1
+            self._priorities[current] = self.depth - self._lowered
+        return self._highest(runnable)
+
+    def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
+        return self._highest(runnable)
+
+
+@dataclass
+class Preemptions:
+    """Switch to the next runnable thread (round-robin) at exactly these steps."""
+
+    points: Sequence[int]
+    name: str = ""
+    _pending: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(p, int) or p < 0 for p in self.points):
+            raise ValueError(f"Preemptions needs non-negative int steps, got points={list(self.points)!r}")
+        self.name = self.name or f"preemptions({sorted(self.points)})"
+
+    def start(self, choices: ChoiceSource) -> None:
+        self._pending = sorted(set(self.points))
+
+    def on_spawn(self, thread_id: int) -> None:
+        pass
+
+    def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
+        if not self._pending or step < self._pending[0]:
+            return current
+        while self._pending and self._pending[0] <= step:
+            self._pending.pop(0)
+        others = [t for t in runnable if t != current]
+        return _round_robin_after(current, others) if others else current
+
+    def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
+        return _round_robin_after(previous, runnable)
+
+
+def portfolio(choices: ChoiceSource, *, steps: int = 1000) -> Strategy:
+    """One strategy per run, drawn from the portfolio (swarm testing, as Shuttle and Fray do)."""
+    options: list[Strategy] = [
+        RandomWalk(0.01),
+        RandomWalk(0.05),
+        RandomWalk(0.2),
+        PCT(2, steps),
+        PCT(3, steps),
+    ]
+    return options[choices.integer(0, len(options) - 1)]
