@@ -2,8 +2,15 @@
 
 See :mod:`kubesim.sched.scheduler` for the design and :func:`kubesim.sched.explore.explore` for
 the entry point that runs many schedules and reports the first failure with its replay.
+:mod:`kubesim.sched.aio` is the asyncio counterpart: a deterministic event loop and ``run``.
 """
 
+from kubesim.sched.aio import (
+    AsyncDeadlock,
+    AsyncLivelock,
+    DeterministicEventLoop,
+    RealIOUnsupported,
+)
 from kubesim.sched.errors import (
     Deadlock,
     Livelock,
@@ -17,11 +24,15 @@ from kubesim.sched.strategies import PCT, Preemptions, RandomWalk, Strategy, por
 
 __all__ = [
     "PCT",
+    "AsyncDeadlock",
+    "AsyncLivelock",
     "Deadlock",
+    "DeterministicEventLoop",
     "Livelock",
     "NondeterminismDetected",
     "Preemptions",
     "RandomWalk",
+    "RealIOUnsupported",
     "RunResult",
     "ScheduleFailure",
     "Scheduler",

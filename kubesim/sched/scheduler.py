@@ -213,7 +213,9 @@ class Scheduler:
         ct = self.current_thread()
         if ct is None:
             error = UncontrolledThread(
-                f"thread {threading.current_thread().name!r} is not controlled by the kubesim "
+                # No threading.current_thread(): for a raw _thread it would build a _DummyThread,
+                # whose Event is simulated too, and recurse.
+                f"thread {_thread.get_ident()} is not controlled by the kubesim "
                 f"scheduler but used {what} during a controlled run; start threads from inside "
                 "the scenario (they are adopted) instead of with _thread or before the run"
             )
@@ -223,7 +225,10 @@ class Scheduler:
 
     # -- running ----------------------------------------------------------------------------
     def run(self, main: Callable[[], Any], *, name: str = "main") -> RunResult:
-        """Run ``main`` as controlled thread 0 until every controlled thread finished."""
+        """Run ``main`` as controlled thread 0; the run ends when it returns (or fails).
+
+        Threads that ``main`` started and did not join are unwound when it returns.
+        """
         global _active
         from kubesim.sched import patches
 
@@ -310,7 +315,9 @@ class Scheduler:
         ct.state = State.FINISHED
         self.trace.record("finish", ct.id)
         self.wake(ct.joined)
-        if self.aborting or self.failure is not None:
+        if self.aborting or self.failure is not None or ct.id == 0:
+            # Thread 0 is the scenario: when it returns the run is over and the threads still
+            # running (watch loops, daemon workers) are unwound, as a process exit ends daemons.
             self._done_release()
             return
         runnable = self._runnable()
@@ -367,6 +374,14 @@ class Scheduler:
         ct = self.current
         if ct is None or ct.ident != _thread.get_ident():
             return
+        self._count_step()
+        runnable = self._runnable()
+        chosen = self.strategy.at_point(self.steps, ct.id, runnable)
+        if chosen != ct.id:
+            self.preemptions += 1
+            self._switch(ct, self.threads[chosen])
+
+    def _count_step(self) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
             self._fail(
@@ -377,11 +392,6 @@ class Scheduler:
                 )
             )
             raise _Abort
-        runnable = self._runnable()
-        chosen = self.strategy.at_point(self.steps, ct.id, runnable)
-        if chosen != ct.id:
-            self.preemptions += 1
-            self._switch(ct, self.threads[chosen])
 
     def atomic(self) -> _Atomic:
         """A block with no scheduling points (for harness code that must not be interleaved)."""
@@ -445,6 +455,8 @@ class Scheduler:
         """Park ``ct`` until :meth:`wake` names ``waitable`` (True) or ``timeout`` passes (False)."""
         if self.aborting:
             raise _Abort
+        # Blocking counts as a step: a loop of sleeps or timed waits is bounded like a spin.
+        self._count_step()
         ct.state = State.BLOCKED
         ct.waiting_on = waitable
         ct.timed_out = False

@@ -20,7 +20,7 @@ import itertools
 import threading
 import zlib
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +106,9 @@ class APIServer:
             raise ValueError(f"expired_reason must be 'Expired' or 'Gone', got {expired_reason!r}")
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
+        # Called (with the lock held) after every change a blocked watch reader may care about:
+        # how a controlled scheduler learns that a parked watch read can proceed.
+        self.change_listeners: list[Callable[[], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
         self._uid_choices = self.choices.fork("uid")
         self._name_choices = self.choices.fork("generateName")
@@ -130,6 +133,11 @@ class APIServer:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
         if bookmark_interval is not None:
             self.clock.call_later(bookmark_interval, self._bookmark_tick)
+
+    def _notify_changed(self) -> None:
+        self.changed.notify_all()
+        for listener in self.change_listeners:
+            listener()
 
     # -- resource registry ----------------------------------------------------------------
     def register(self, resource: ResourceType) -> ResourceType:
@@ -202,7 +210,7 @@ class APIServer:
         for watcher in list(self._watchers.values()):
             if watcher.resource is resource:
                 watcher.offer(event)
-        self.changed.notify_all()
+        self._notify_changed()
         return stored
 
     def _check_body(self, resource: ResourceType, obj: Any, namespace: str | None) -> JSON:
@@ -391,9 +399,14 @@ class APIServer:
             raise st.not_found(resource.plural, resource.group, name)
         try:
             patched = apply_patch(current.obj, patch, patch_type)
-        except PatchTestFailed as exc:
-            raise st.invalid(resource.kind, resource.group, name, [{"message": str(exc)}]) from exc
         except PatchError as exc:
+            if isinstance(exc, PatchTestFailed) or (
+                patch_type == "application/json-patch+json" and _json_patch_decodes(patch)
+            ):
+                # handlers/patch.go: any error from patchObj.Apply (a failed "test" included) is
+                # NewGenericServerResponse(422, ...): reason Invalid, a generic message, no causes.
+                message = "the server rejected our request due to an error in our request"
+                raise st.StatusError(st.failure(422, "Invalid", message, {})) from exc
             raise st.bad_request(str(exc)) from exc
         if not isinstance(patched, dict):
             raise st.bad_request("the patched object is not a JSON object")
@@ -581,7 +594,10 @@ class APIServer:
                 # ListOptions.SendInitialEvents: defaults to true for RV "" and "0" (legacy).
                 send_initial_events = rv_text in ("", "0")
             if send_initial_events:
-                lines = initial_lines(storage.items(resource, namespace=watcher.namespace), watcher)
+                # The state at the watch's start RV: capture the (immutable) stored versions now,
+                # since lines are encoded lazily and later writes must not show through them.
+                existing = list(storage.items(resource, namespace=watcher.namespace))
+                lines = initial_lines(iter(existing), watcher)
                 if watch_list and allow_bookmarks:
                     # cacher.go setInitialEventsEndBookmarkIfRequested: only with bookmarks allowed.
                     lines = itertools.chain(lines, [initial_events_end_line(resource, storage.rv)])
@@ -593,6 +609,7 @@ class APIServer:
                     watcher.push_line(self._expired_line(start))
                     watcher.close_when_drained()
                 else:
+                    watcher.after_rv = start
                     for event in storage.events_after(start):
                         if event.resource is resource:
                             watcher.offer(event)
@@ -609,7 +626,7 @@ class APIServer:
     def _forget_watcher(self, watcher: Watcher) -> None:
         self._watchers.pop(watcher.ident, None)
         self.trace.record("watch-end", watcher.ident, watcher.ended.value if watcher.ended else None)
-        self.changed.notify_all()
+        self._notify_changed()
 
     def _timeout(self, watcher: Watcher) -> None:
         with self.lock:
@@ -619,14 +636,14 @@ class APIServer:
         with self.lock:
             if watcher.ended is None and not watcher.has_ready():
                 watcher.bookmark(self.storage.rv)
-                self.changed.notify_all()
+                self._notify_changed()
 
     def _bookmark_tick(self) -> None:
         with self.lock:
             for watcher in list(self._watchers.values()):
                 if watcher.allow_bookmarks and not watcher.has_ready():
                     watcher.bookmark(self.storage.rv)
-            self.changed.notify_all()
+            self._notify_changed()
             if self.bookmark_interval is not None:
                 self.clock.call_later(self.bookmark_interval, self._bookmark_tick)
 
@@ -650,7 +667,7 @@ class APIServer:
             self.trace.record("fault", verb, len(watchers))
             for watcher in watchers:
                 watcher.end(how)
-            self.changed.notify_all()
+            self._notify_changed()
             return len(watchers)
 
     def compact(self) -> int:
@@ -658,7 +675,7 @@ class APIServer:
         with self.lock:
             floor = self.storage.compact()
             self.trace.record("fault", "compact", floor)
-            self.changed.notify_all()
+            self._notify_changed()
             return floor
 
     @property
@@ -669,12 +686,12 @@ class APIServer:
     def advance(self, seconds: float) -> None:
         with self.lock:
             self.clock.advance(seconds)
-            self.changed.notify_all()
+            self._notify_changed()
 
     def advance_to(self, when: float) -> None:
         with self.lock:
             self.clock.advance_to(when)
-            self.changed.notify_all()
+            self._notify_changed()
 
 
 def too_large_resource_version(requested: int, current: int) -> st.StatusError:
@@ -687,6 +704,13 @@ def too_large_resource_version(requested: int, current: int) -> st.StatusError:
             }
         ],
         retry_after=1,
+    )
+
+
+def _json_patch_decodes(patch: Any) -> bool:
+    """True when jsonpatch.DecodePatch accepts the body, so a failure came from Apply (422)."""
+    return patch is None or (
+        isinstance(patch, list) and all(op is None or isinstance(op, dict) for op in patch)
     )
 
 
