@@ -201,9 +201,12 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
         max_time: float | None = None,
         replay_hint: str | None = None,
     ) -> None:
-        if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1 or None, got max_steps={max_steps!r}")
         super().__init__()
+        if max_steps is not None and max_steps < 1:
+            # Closed first: BaseEventLoop.__del__ warns about (and needs the state of) an
+            # initialised, unclosed loop.
+            self.close()
+            raise ValueError(f"max_steps must be >= 1 or None, got max_steps={max_steps!r}")
         self._choices = choices
         self._clock = clock
         self._trace = trace
@@ -654,10 +657,8 @@ def run(
         choices = SeededChoices(seed, name="asyncio")
         hint_source = f"seed={seed!r}"
     if asyncio.iscoroutine(main):
-        coro: Coroutine[Any, Any, T] = main
         what = f"{getattr(main, '__name__', 'main')}()"
     elif callable(main):
-        coro = _call(main)
         what = getattr(main, "__name__", repr(main))
     else:
         raise TypeError(
@@ -668,35 +669,47 @@ def run(
         for name, value in (("max_steps", max_steps), ("max_time", max_time))
         if value is not None
     )
-    loop = DeterministicEventLoop(
-        choices=choices,
-        clock=VirtualClock() if clock is None else clock,
-        trace=trace,
-        max_steps=max_steps,
-        max_time=max_time,
-        replay_hint=f"kubesim.sched.aio.run({what}, {hint_source}{bounds})",
-    )
     try:
+        loop = DeterministicEventLoop(
+            choices=choices,
+            clock=VirtualClock() if clock is None else clock,
+            trace=trace,
+            max_steps=max_steps,
+            max_time=max_time,
+            replay_hint=f"kubesim.sched.aio.run({what}, {hint_source}{bounds})",
+        )
+    except BaseException:
+        if asyncio.iscoroutine(main):
+            main.close()  # no "coroutine was never awaited" warning on top of the real error
+        raise
+    try:
+        coro = main if asyncio.iscoroutine(main) else _call(main)
         task = loop.create_task(coro, name="main")
         try:
             result = loop.run_until_complete(task)
         except BaseException:
-            _teardown(loop, raise_errors=False)
+            _teardown(loop, after_failure=True)
             raise
-        _teardown(loop, raise_errors=True)
+        _teardown(loop, after_failure=False)
         return result
     finally:
         loop.close()
 
 
-def _teardown(loop: DeterministicEventLoop, *, raise_errors: bool) -> None:
+def _teardown(loop: DeterministicEventLoop, *, after_failure: bool) -> None:
     """Cancel leftover tasks and close async generators, as asyncio.run does.
 
-    After a failure the bounds are lifted (teardown gets its own step budget) and a teardown
-    that gets stuck again is abandoned quietly: the first error is the one worth reading.
+    Teardown gets a step budget of its own and no time bound. After ``main`` returned, teardown
+    is part of the run: its order is drawn like any other step, and a teardown that deadlocks
+    or livelocks (a task that ignores cancellation) is reported. After ``main`` failed, and that
+    includes the choice source itself raising (a Hypothesis-backed source that ran out of data),
+    the first error is the one worth reading: teardown runs in FIFO order without drawing, and
+    whatever goes wrong in it is dropped.
     """
     loop.max_steps = loop.steps + _TEARDOWN_STEPS
     loop.max_time = None
+    if after_failure:
+        loop._choices = _Fifo()
     try:
         pending = loop._pending_tasks()
         if pending:
@@ -714,6 +727,16 @@ def _teardown(loop: DeterministicEventLoop, *, raise_errors: bool) -> None:
                         }
                     )
         loop.run_until_complete(loop.shutdown_asyncgens())
-    except (AsyncDeadlock, AsyncLivelock):
-        if raise_errors:
+    except Exception:
+        if not after_failure:
             raise
+
+
+class _Fifo:
+    """Stock asyncio order: the shrink target of every draw."""
+
+    def integer(self, lo: int, hi: int) -> int:
+        return lo
+
+    def fork(self, name: str) -> _Fifo:
+        return self

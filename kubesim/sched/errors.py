@@ -27,7 +27,7 @@ class NondeterminismDetected(ScheduleFailure):
     """Replaying the same schedule gave a different trace: uncontrolled nondeterminism."""
 
 
-class _Abort(BaseException):  # noqa: N818 - a control-flow signal, like GeneratorExit
+class _Abort(BaseException):
     """Raised inside controlled threads to unwind them when a run ends early.
 
     A ``BaseException`` so that a store's ``except Exception: retry`` cannot swallow it.

@@ -123,20 +123,34 @@ def explore(
             else portfolio(SeededChoices(sub_seed, name="portfolio"), steps=estimate)
         )
         counts[chosen.name] = counts.get(chosen.name, 0) + 1
-        result = run_schedule(scenario, seed=sub_seed, strategy=chosen, traced=traced,
-                              granularity=granularity, max_steps=max_steps, max_time=max_time)
+        result = run_schedule(
+            scenario,
+            seed=sub_seed,
+            strategy=chosen,
+            traced=traced,
+            granularity=granularity,
+            max_steps=max_steps,
+            max_time=max_time,
+        )
         estimate = max(estimate, result.steps)
         if result.failure is None:
             continue
         replay = (
             f"kubesim.sched.run_schedule({_scenario_name(scenario)}, seed={sub_seed!r}, "
             f"strategy=kubesim.sched.{_describe(chosen)}, traced=..., "
-            f"granularity={granularity!r})  # PYTHONHASHSEED={os.environ.get('PYTHONHASHSEED', 'random')}, "
-            f"Python {sys.version.split()[0]}"
+            f"granularity={granularity!r})  # PYTHONHASHSEED="
+            f"{os.environ.get('PYTHONHASHSEED', 'random')}, Python {sys.version.split()[0]}"
         )
         if check_determinism:
-            again = run_schedule(scenario, seed=sub_seed, strategy=_fresh(chosen), traced=traced,
-                                 granularity=granularity, max_steps=max_steps, max_time=max_time)
+            again = run_schedule(
+                scenario,
+                seed=sub_seed,
+                strategy=_fresh(chosen),
+                traced=traced,
+                granularity=granularity,
+                max_steps=max_steps,
+                max_time=max_time,
+            )
             if again.trace_hash != result.trace_hash:
                 raise NondeterminismDetected(
                     f"schedule {index} ({chosen.name}) gave trace {result.trace_hash[:16]} then "
@@ -147,7 +161,9 @@ def explore(
                     "I/O. Pin PYTHONHASHSEED and look for those.\nfirst failure: "
                     + str(result.failure).splitlines()[0]
                 )
-        return Exploration(index + 1, Found(index, sub_seed, chosen.name, result, replay), estimate, counts)
+        return Exploration(
+            index + 1, Found(index, sub_seed, chosen.name, result, replay), estimate, counts
+        )
     return Exploration(schedules, None, estimate, counts)
 
 

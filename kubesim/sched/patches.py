@@ -33,7 +33,7 @@ ORIGINAL_THREAD = threading.Thread
 ORIGINAL_START: Callable[[threading.Thread], None] = threading.Thread.start
 ORIGINAL_JOIN = threading.Thread.join
 
-_REAL = {
+_REAL: dict[str, Callable[..., Any]] = {
     "sleep": time.sleep,
     "monotonic": time.monotonic,
     "time": time.time,
@@ -100,9 +100,13 @@ def _start(self: threading.Thread) -> None:
 
 def _join(self: threading.Thread, timeout: float | None = None) -> None:
     scheduler = _sched.active()
-    if scheduler is not None and scheduler.current_thread() is not None and scheduler.is_controlled(self):
-        if not scheduler.join(self, timeout):
-            return  # timed out in virtual time, as Thread.join(timeout) returns
+    if (
+        scheduler is not None
+        and scheduler.current_thread() is not None
+        and scheduler.is_controlled(self)
+        and not scheduler.join(self, timeout)
+    ):
+        return  # timed out in virtual time, as Thread.join(timeout) returns
     ORIGINAL_JOIN(self, timeout)
 
 

@@ -45,9 +45,9 @@ class SimLock(Waitable):
         while self._locked:
             if not blocking or timeout == 0:
                 return False
-            if not scheduler.block(ct, self, None if timeout < 0 else timeout):
-                if self._locked:
-                    return False
+            timed_out = not scheduler.block(ct, self, None if timeout < 0 else timeout)
+            if timed_out and self._locked:
+                return False
         self._locked = True
         self._owner = ct
         return True
@@ -241,4 +241,4 @@ class SimCondition:
     def notify_all(self) -> None:
         self.notify(len(self._waiters))
 
-    notifyAll = notify_all  # noqa: N815 - the stdlib alias
+    notifyAll = notify_all

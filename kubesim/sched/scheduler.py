@@ -178,7 +178,9 @@ class Scheduler:
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
     ) -> None:
         if granularity not in ("opcode", "line"):
-            raise ValueError(f"granularity must be 'opcode' or 'line', got granularity={granularity!r}")
+            raise ValueError(
+                f"granularity must be 'opcode' or 'line', got granularity={granularity!r}"
+            )
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got max_steps={max_steps!r}")
         self.strategy = strategy
@@ -274,8 +276,9 @@ class Scheduler:
         return ct
 
     def _start_real_thread(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
-        real = patches_original_thread()(target=lambda: self._thread_main(ct, target),
-                                         name=f"kubesim-{ct.name}", daemon=True)
+        real = patches_original_thread()(
+            target=lambda: self._thread_main(ct, target), name=f"kubesim-{ct.name}", daemon=True
+        )
         ct.thread = real
         patches_original_start()(real)
 
@@ -452,7 +455,7 @@ class Scheduler:
 
     # -- blocking ---------------------------------------------------------------------------
     def block(self, ct: ControlledThread, waitable: Waitable, timeout: float | None = None) -> bool:
-        """Park ``ct`` until :meth:`wake` names ``waitable`` (True) or ``timeout`` passes (False)."""
+        """Park ``ct`` until :meth:`wake` names ``waitable`` (True) or ``timeout`` ends (False)."""
         if self.aborting:
             raise _Abort
         # Blocking counts as a step: a loop of sleeps or timed waits is bounded like a spin.
@@ -462,7 +465,8 @@ class Scheduler:
         ct.timed_out = False
         if timeout is not None:
             ct.timer = self.clock.call_later(max(0.0, timeout), lambda: self._time_out(ct))
-        self.trace.record("block", self.steps, ct.id, waitable.describe())
+        # The class name, not describe(): descriptions carry id()s, which differ per run.
+        self.trace.record("block", self.steps, ct.id, type(waitable).__name__)
         try:
             self._hand_off_from(ct)
         finally:

@@ -146,7 +146,9 @@ class Preemptions:
 
     def __post_init__(self) -> None:
         if any(not isinstance(p, int) or p < 0 for p in self.points):
-            raise ValueError(f"Preemptions needs non-negative int steps, got points={list(self.points)!r}")
+            raise ValueError(
+                f"Preemptions needs non-negative int steps, got points={list(self.points)!r}"
+            )
         self.name = self.name or f"preemptions({sorted(self.points)})"
 
     def start(self, choices: ChoiceSource) -> None:

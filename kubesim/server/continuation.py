@@ -35,7 +35,11 @@ def decode_continue(token: str, *, namespaced: bool) -> tuple[int, Key]:
     except (binascii.Error, ValueError, orjson.JSONDecodeError) as exc:
         raise InvalidContinue(f"continue key is not valid: {exc}") from exc
     if not isinstance(data, dict) or data.get("v") != _VERSION:
-        raise InvalidContinue(f"continue key is not valid: server does not recognize this encoded key")
+        version = data.get("v") if isinstance(data, dict) else data
+        # storage/continue.go: fmt.Errorf("%w %v", ErrUnrecognizedEncodedVersion, c.APIVersion)
+        raise InvalidContinue(
+            f"continue key is not valid: server does not recognize this encoded version {version}"
+        )
     rv, start = data.get("rv"), data.get("start")
     if not isinstance(rv, int) or not isinstance(start, str):
         raise InvalidContinue("continue key is not valid: incorrect encoded start resourceVersion")

@@ -367,20 +367,25 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
     match = query.get("resourceVersionMatch") or ""
     token = query.get("continue") or ""
     limit = query.integer("limit")
-    if query.get("sendInitialEvents") is not None:
-        raise _list_options_invalid(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    query.integer("timeoutSeconds")  # ListOptions decoding rejects a non-integer on lists too
+    # apimachinery internalversion/validation ValidateListOptions: every cause, in its order.
+    causes: list[JSON] = []
     if match:
-        if match not in ("Exact", "NotOlderThan"):
-            raise _list_options_invalid(_unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
-        if token:
-            raise _list_options_invalid(_forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
         if not rv_text:
-            raise _list_options_invalid(_forbidden(
+            causes.append(_forbidden(
                 "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if token:
+            causes.append(_forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+        if match not in ("Exact", "NotOlderThan"):
+            causes.append(_unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
         if match == "Exact" and rv_text == "0":
-            raise _list_options_invalid(_forbidden(
+            causes.append(_forbidden(
                 "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if query.get("sendInitialEvents") is not None:
+        causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if causes:
+        raise _list_options_invalid(*causes)
     rv = _parse_rv(rv_text)
     labels, fields = _selectors(server, target, query)
     if limit is not None and limit <= 0:
@@ -393,7 +398,8 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
         try:
             rv, start = decode_continue(token, namespaced=target.resource.namespaced)
         except InvalidContinue as exc:
-            raise st.bad_request(str(exc)) from None
+            # storage/interfaces.go and cacher/watch_cache.go wrap every decoding error so.
+            raise st.bad_request(f"invalid continue token: {exc}") from None
         exact = True
         with server.lock:
             if rv < server.storage.compacted_rv:
@@ -436,18 +442,26 @@ def _watch(server: APIServer, target: _Target, query: Query) -> Response:
     send_initial = query.tristate("sendInitialEvents")
     allow_bookmarks = query.flag("allowWatchBookmarks")
     timeout = query.integer("timeoutSeconds")
+    # apimachinery internalversion/validation validateWatchOptions: every cause, in its order.
+    causes: list[JSON] = []
     if send_initial is not None:
-        if not server.watch_list:
-            raise _list_options_invalid(_forbidden(
-                "sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
         if match != "NotOlderThan":
-            if match:
-                raise _list_options_invalid(_unsupported("resourceVersionMatch", match, ["NotOlderThan"]))
-            raise _list_options_invalid(_forbidden(
+            causes.append(_forbidden(
                 "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-    elif match:
-        raise _list_options_invalid(_forbidden(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if not server.watch_list:
+            causes.append(_forbidden(
+                "sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+    if match:
+        if send_initial is None:
+            causes.append(_forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if match != "NotOlderThan":
+            causes.append(_unsupported("resourceVersionMatch", match, ["NotOlderThan"]))
+        if query.get("continue"):
+            causes.append(_forbidden(
+                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+    if causes:
+        raise _list_options_invalid(*causes)
     _parse_rv(rv_text)
     labels, fields = _selectors(server, target, query)
     stream = server.watch(target.resource, namespace=target.namespace, labels=labels, fields=fields,

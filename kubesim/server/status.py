@@ -157,6 +157,8 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     aggregate = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     qualified = f"{kind}.{group}" if group else kind
     details: JSON = {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    if not name:
+        del details["name"]  # StatusDetails.Name is omitempty (ListOptions errors have none)
     details["causes"] = causes
     return StatusError(failure(422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate}', details))
 
@@ -165,7 +167,8 @@ def timeout(message: str, *, causes: list[JSON] | None = None, retry_after: int 
     details: JSON = {"retryAfterSeconds": retry_after}
     if causes:
         details["causes"] = causes
-    return StatusError(failure(504, "Timeout", message, details))
+    # NewTimeoutError formats the message as "Timeout: %s".
+    return StatusError(failure(504, "Timeout", f"Timeout: {message}", details))
 
 
 def internal_error(message: str) -> StatusError:

@@ -28,6 +28,16 @@ Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped o
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 
+def key_order(key: Key) -> str:
+    """The sort key of etcd order, where keys are ``<prefix>/<namespace>/<name>`` strings.
+
+    Registry keys come from apiserver ``NamespaceKeyFunc`` and etcd ranges are byte-ordered, so
+    ``team-a/x`` sorts before ``team/x`` though the tuple ``("team", "x")`` is smaller.
+    Cluster-scoped keys have namespace "".
+    """
+    return f"{key[0]}/{key[1]}"
+
+
 class Stored:
     """One stored version of an object, with lazily cached encodings."""
 
@@ -97,7 +107,7 @@ class _Collection:
 
     def keys(self) -> list[Key]:
         if self._sorted is None:
-            self._sorted = sorted(self.objects)
+            self._sorted = sorted(self.objects, key=key_order)
         return self._sorted
 
 
@@ -132,9 +142,9 @@ class Storage:
         keys = collection.keys()
         lo = 0
         if namespace is not None:
-            lo = bisect.bisect_left(keys, (namespace, ""))
+            lo = bisect.bisect_left(keys, f"{namespace}/", key=key_order)
         if start is not None:
-            lo = max(lo, bisect.bisect_left(keys, start))
+            lo = max(lo, bisect.bisect_left(keys, key_order(start), key=key_order))
         objects = collection.objects
         for index in range(lo, len(keys)):
             key = keys[index]
@@ -164,9 +174,13 @@ class Storage:
             yield from self.items(resource, namespace=namespace, start=start)
             return
         extra = sorted(
-            k
-            for k in overlay
-            if (namespace is None or k[0] == namespace) and (start is None or k >= start)
+            (
+                k
+                for k in overlay
+                if (namespace is None or k[0] == namespace)
+                and (start is None or key_order(k) >= key_order(start))
+            ),
+            key=key_order,
         )
         current = self.items(resource, namespace=namespace, start=start)
         merged = _merge_sorted(current, extra)
@@ -219,7 +233,7 @@ def _merge_sorted(
     """Merge current items with extra keys (deleted since) into one key-ordered stream."""
     extra_index = 0
     for key, stored in current:
-        while extra_index < len(extra) and extra[extra_index] < key:
+        while extra_index < len(extra) and key_order(extra[extra_index]) < key_order(key):
             yield extra[extra_index], None
             extra_index += 1
         if extra_index < len(extra) and extra[extra_index] == key:

@@ -92,12 +92,16 @@ class Watcher:
         self.buffer_limit = buffer_limit
         self._on_close = on_close
         self._initial: Iterator[bytes] | None = None
+        self._peeked: bytes | None = None  # the initial line has_ready() took a look at
         self._queue: deque[bytes | Event] = deque()
         self.ended: WatchEnd | None = None
         self.timers: list[Timer] = []
         self.delivered = 0
         self._closing = False
         self._filtered = not (label_selector.empty() and field_selector.empty())
+        # A watch from RV r sends only events (and bookmarks) newer than r, even when r is
+        # ahead of the server: it then waits for r (cache_watcher.go process()).
+        self.after_rv = 0
 
     # -- matching -------------------------------------------------------------------------
     def matches(self, stored: Stored) -> bool:
@@ -122,7 +126,7 @@ class Watcher:
 
     def offer(self, event: Event) -> None:
         """Consider one committed event; enqueue what this watcher's client should see."""
-        if self.ended is not None:
+        if self.ended is not None or event.rv <= self.after_rv:
             return
         was = event.old is not None and self.matches(event.old)
         if event.type == DELETED:
@@ -144,7 +148,7 @@ class Watcher:
             self.end(WatchEnd.CLOSED)
 
     def bookmark(self, rv: int) -> None:
-        if not self.allow_bookmarks or self.ended is not None:
+        if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
             return
         metadata: JSON = {"resourceVersion": str(rv)}
         obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
@@ -159,7 +163,7 @@ class Watcher:
             return
         self.ended = how
         self._queue.clear()
-        self._initial = None
+        self._initial = self._peeked = None
         for timer in self.timers:
             timer.cancel()
         self._on_close(self)
@@ -170,28 +174,33 @@ class Watcher:
             return True
         if self._initial is not None:
             # Peek: the initial-events iterator may be exhausted already.
-            try:
-                first = next(self._initial)
-            except StopIteration:
-                self._initial = None
-                return bool(self._queue)
-            self._queue.appendleft(first)
+            if self._peeked is None:
+                try:
+                    self._peeked = next(self._initial)
+                except StopIteration:
+                    self._initial = None
+                    return bool(self._queue)
             return True
         return False
 
     def take(self, limit: int) -> list[bytes]:
         lines: list[bytes] = []
+        # Synthetic ADDED lines first: live events queued since the watch opened come after
+        # them (cacher.go: the initial interval is sent before the watcher's input channel).
+        if self._initial is not None:
+            if self._peeked is not None:
+                lines.append(self._peeked)
+                self._peeked = None
+            while len(lines) < limit:
+                line = next(self._initial, None)
+                if line is None:
+                    self._initial = None
+                    break
+                lines.append(line)
         queue = self._queue
         while queue and len(lines) < limit:
             item = queue.popleft()
             lines.append(item if isinstance(item, bytes) else item.line())
-        if self._initial is not None and len(lines) < limit:
-            for line in self._initial:
-                lines.append(line)
-                if len(lines) >= limit:
-                    break
-            else:
-                self._initial = None
         self.delivered += len(lines)
         if self._closing and not self._queue and self._initial is None:
             self.end(WatchEnd.CLOSED)

@@ -62,8 +62,10 @@ def _binary_params() -> list[Any]:
     params: list[Any] = []
     for version in VERSIONS:
         path = _versioned(version)
-        marks = () if path is not None else pytest.mark.skip(
-            reason=f"kubectl.{version} not found on PATH or in {KUBECTL_DIR}"
+        marks = (
+            ()
+            if path is not None
+            else pytest.mark.skip(reason=f"kubectl.{version} not found on PATH or in {KUBECTL_DIR}")
         )
         params.append(pytest.param((version, path), id=version, marks=marks))
     params.append(pytest.param(("dispatcher", _DISPATCHER), id="dispatcher"))
@@ -76,7 +78,8 @@ class Api:
 
     def __init__(self, url: str) -> None:
         parts = urllib.parse.urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None, url
+        assert parts.hostname is not None, url
+        assert parts.port is not None, url
         self.url = url
         self.host = parts.hostname
         self.port = parts.port
@@ -142,9 +145,25 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     stderr = (workdir / "serve.stderr").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "kubesim.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
-         "--kubeconfig", str(kubeconfig), "--seed", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kubesim.cli.main",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--seed",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
     )
     lines: queue.Queue[str] = queue.Queue()
 
@@ -153,7 +172,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         for line in process.stdout:
             lines.put(line)
 
-    threading.Thread(target=pump, name="kubesim-serve-stdout", daemon=True).start()
+    pumper = threading.Thread(target=pump, name="kubesim-serve-stdout", daemon=True)
+    pumper.start()
     try:
         try:
             first = lines.get(timeout=SERVER_START_TIMEOUT)
@@ -170,6 +190,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        pumper.join(10)  # the pipe reaches EOF once the server has exited
+        assert process.stdout is not None
+        process.stdout.close()
         stderr.close()
 
 
@@ -192,8 +215,14 @@ class Kubectl:
         return self.version.replace(".", "-")
 
     def argv(self, *args: str) -> list[str]:
-        return [self.binary, "--kubeconfig", str(self.kubeconfig),
-                "--cache-dir", str(self.home / "kube-cache"), *args]
+        return [
+            self.binary,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--cache-dir",
+            str(self.home / "kube-cache"),
+            *args,
+        ]
 
     @property
     def env(self) -> dict[str, str]:
@@ -201,8 +230,14 @@ class Kubectl:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*args), env=self.env, capture_output=True, text=True,
-                              timeout=KUBECTL_TIMEOUT, check=False)
+        return subprocess.run(
+            self.argv(*args),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=KUBECTL_TIMEOUT,
+            check=False,
+        )
 
     def ok(self, *args: str) -> str:
         done = self.run(*args)
@@ -221,13 +256,16 @@ def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> K
     return Kubectl(version, binary, served.kubeconfig, home)
 
 
-def _wait_for(what: str, condition: Callable[[], bool], process: subprocess.Popen[Any],
-              output: Path) -> None:
+def _wait_for(
+    what: str, condition: Callable[[], bool], process: subprocess.Popen[Any], output: Path
+) -> None:
     """Poll until ``condition`` holds; fail early if kubectl exits, or after the hang guard."""
     deadline = time.monotonic() + KUBECTL_TIMEOUT
     while not condition():
         if process.poll() is not None:
-            pytest.fail(f"kubectl exited ({process.returncode}) before {what}:\n{output.read_text()}")
+            pytest.fail(
+                f"kubectl exited ({process.returncode}) before {what}:\n{output.read_text()}"
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}:\n{output.read_text()}")
         time.sleep(POLL_INTERVAL)
@@ -263,7 +301,9 @@ def test_get_pods_output_json_is_a_list_holding_exactly_the_namespace_pods(
     assert sorted(item["metadata"]["name"] for item in items) == ["one", "three", "two"]
     assert all(item["kind"] == "Pod" and item["apiVersion"] == "v1" for item in items)
     assert {item["metadata"]["name"]: item["metadata"]["labels"]["app"] for item in items} == {
-        "one": "one", "two": "two", "three": "three"
+        "one": "one",
+        "two": "two",
+        "three": "three",
     }
 
 
@@ -286,17 +326,26 @@ def test_get_pods_watch_prints_changes_and_exits_0_when_the_server_ends_the_watc
     output = tmp_path / "watch.out"
     errors = tmp_path / "watch.err"
     with output.open("w") as out, errors.open("w") as err:
-        process = subprocess.Popen(kubectl.argv("get", "pods", "-w", "-n", namespace),
-                                   env=kubectl.env, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(
+            kubectl.argv("get", "pods", "-w", "-n", namespace),
+            env=kubectl.env,
+            stdout=out,
+            stderr=err,
+            text=True,
+        )
     try:
-        _wait_for("the initial list", lambda: bool(_rows(output.read_text(), "before")),
-                  process, output)
+        _wait_for(
+            "the initial list", lambda: bool(_rows(output.read_text(), "before")), process, output
+        )
         # The watch starts from the list's resourceVersion, so these changes reach kubectl even
         # if they commit before its watch request arrives.
         api.create_pod(namespace, "during")
-        api.ok("PATCH", f"/api/v1/namespaces/{namespace}/pods/before",
-               {"metadata": {"labels": {"changed": "yes"}}},
-               content_type="application/merge-patch+json")
+        api.ok(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/before",
+            {"metadata": {"labels": {"changed": "yes"}}},
+            content_type="application/merge-patch+json",
+        )
 
         def printed() -> bool:
             text = output.read_text()
@@ -346,10 +395,12 @@ def test_apply_creates_then_a_reapply_sends_a_strategic_merge_patch_that_changes
     assert second["metadata"]["labels"] == {"version": "two"}
     assert second["metadata"]["uid"] == first["metadata"]["uid"]
     assert [(c["name"], c["image"]) for c in second["spec"]["containers"]] == [
-        ("main", "nginx:1.25"), ("sidecar", "busybox:1.37")
+        ("main", "nginx:1.25"),
+        ("sidecar", "busybox:1.37"),
     ]
-    applied = json.loads(second["metadata"]["annotations"]
-                         ["kubectl.kubernetes.io/last-applied-configuration"])
+    applied = json.loads(
+        second["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    )
     assert applied["metadata"]["labels"] == {"version": "two"}
 
 

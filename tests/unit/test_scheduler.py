@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -37,15 +37,21 @@ TRACED = [racy_stores]
 
 
 def test_the_same_seed_gives_the_same_trace_and_outcome() -> None:
-    runs = [run_schedule(racy_stores.in_place_scenario, seed=7, strategy=RandomWalk(0.2),
-                         traced=TRACED) for _ in range(3)]
+    runs = [
+        run_schedule(racy_stores.in_place_scenario, seed=7, strategy=RandomWalk(0.2), traced=TRACED)
+        for _ in range(3)
+    ]
     assert len({r.trace_hash for r in runs}) == 1
     assert len({(r.steps, r.switches, str(r.failure)[:80]) for r in runs}) == 1
 
 
 def test_different_seeds_explore_different_interleavings() -> None:
-    hashes = {run_schedule(racy_stores.in_place_scenario, seed=s, strategy=RandomWalk(0.2),
-                           traced=TRACED).trace_hash for s in range(20)}
+    hashes = {
+        run_schedule(
+            racy_stores.in_place_scenario, seed=s, strategy=RandomWalk(0.2), traced=TRACED
+        ).trace_hash
+        for s in range(20)
+    }
     assert len(hashes) > 10
 
 
@@ -65,25 +71,42 @@ def test_the_same_seed_gives_the_same_trace_across_processes() -> None:
     code = _CHILD.format(root=str(HERE.parents[1]), here=str(HERE))
     outs = []
     for hash_seed in ("0", "1"):
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              check=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
         outs.append(json.loads(done.stdout))
-    local = run_schedule(racy_stores.in_place_scenario, seed=11, strategy=RandomWalk(0.2),
-                         traced=TRACED)
+    local = run_schedule(
+        racy_stores.in_place_scenario, seed=11, strategy=RandomWalk(0.2), traced=TRACED
+    )
     assert outs[0] == outs[1] == [local.trace_hash, local.steps, local.switches]
 
 
-@pytest.mark.parametrize("strategy", [lambda: RandomWalk(0.05), lambda: RandomWalk(0.2),
-                                      lambda: PCT(2, 200), lambda: PCT(3, 200), None])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        lambda: RandomWalk(0.05),
+        lambda: RandomWalk(0.2),
+        lambda: PCT(2, 200),
+        lambda: PCT(3, 200),
+        None,
+    ],
+)
 def test_the_in_place_store_race_is_found(strategy) -> None:
-    found = explore(racy_stores.in_place_scenario, schedules=300, seed=1, strategy=strategy,
-                    traced=TRACED).found
+    found = explore(
+        racy_stores.in_place_scenario, schedules=300, seed=1, strategy=strategy, traced=TRACED
+    ).found
     assert found is not None
     assert "replay: kubesim.sched.run_schedule(" in str(found)
 
 
-@pytest.mark.parametrize("scenario", [racy_stores.copy_on_write_scenario,
-                                      racy_stores.locked_scenario])
+@pytest.mark.parametrize(
+    "scenario", [racy_stores.copy_on_write_scenario, racy_stores.locked_scenario]
+)
 def test_correct_stores_pass_a_thousand_schedules(scenario) -> None:
     result = explore(scenario, schedules=1000, seed=2, traced=TRACED)
     assert result.ok, str(result.found)
@@ -103,8 +126,9 @@ def _shrinking_target() -> None:
     @settings(max_examples=500, deadline=None, database=None, derandomize=True)
     @given(points=st.lists(st.integers(0, 120), max_size=6, unique=True))
     def prop(points: list[int]) -> None:
-        result = run_schedule(racy_stores.in_place_scenario, seed=0,
-                              strategy=Preemptions(points), traced=TRACED)
+        result = run_schedule(
+            racy_stores.in_place_scenario, seed=0, strategy=Preemptions(points), traced=TRACED
+        )
         if result.failure is not None:
             raise result.failure
 
@@ -144,7 +168,8 @@ def test_blocking_stdlib_primitives_run_in_virtual_time_without_hanging() -> Non
             b.result()
         lifo.put(1)
         simple.put(2)
-        assert lifo.get() == 1 and simple.get() == 2
+        assert lifo.get() == 1
+        assert simple.get() == 2
         with cond:
             assert not cond.wait(timeout=10)
         assert fired.wait(7200)
@@ -191,15 +216,17 @@ def test_a_deadlock_is_reported_with_each_thread_and_what_it_waits_for() -> None
 
 
 def test_a_spinning_thread_is_reported_as_a_livelock() -> None:
-    result = run_schedule(racy_stores.spin_scenario, seed=0, strategy=RandomWalk(0.1),
-                          traced=TRACED, max_steps=5000)
+    result = run_schedule(
+        racy_stores.spin_scenario, seed=0, strategy=RandomWalk(0.1), traced=TRACED, max_steps=5000
+    )
     assert isinstance(result.failure, Livelock)
     assert "max_steps=5000" in str(result.failure)
 
 
 def test_an_exception_in_any_store_thread_is_reported_with_its_traceback() -> None:
-    result = run_schedule(racy_stores.in_place_scenario, seed=1, strategy=RandomWalk(0.5),
-                          traced=TRACED)
+    result = run_schedule(
+        racy_stores.in_place_scenario, seed=1, strategy=RandomWalk(0.5), traced=TRACED
+    )
     assert crashed_with(result, RuntimeError) or isinstance(result.failure, ThreadCrashed)
     assert "racy_stores.py" in str(result.failure)
 

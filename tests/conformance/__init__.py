@@ -1,0 +1,1 @@
+"""Conformance suite: raw HTTP against ``kubesim serve``, checked against k8s-wire.md."""
