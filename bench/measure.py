@@ -203,7 +203,7 @@ def format_section(section: Section) -> str:
     if section.cpu_over_wall is not None:
         lines.append(
             f"  (process CPU / wall time over the timed parts: {section.cpu_over_wall:.2f}; "
-            "well below 1 in section 1 means other work held the cores)"
+            "well below 1 means the process waited for a core)"
         )
     header = "  ".join(
         h.ljust(w) if i == 0 else h.rjust(w)

@@ -10,7 +10,11 @@ differ from the stock loop, and they are the contract:
    oldest). Index 0 is the shrink target and reproduces stock asyncio exactly: a source that
    always returns ``lo`` runs callbacks in the same order as ``asyncio.run`` would. Other draws
    explore interleavings at ``await`` points, the only places asyncio code can interleave, so
-   schedules are stable across Python versions as long as the program's awaits are.
+   schedules are stable across Python versions as long as the program's awaits are. The draw
+   is over *all* ready callbacks, including ones made ready during the current iteration, so
+   a nonzero draw may run two ``call_soon`` callbacks in the reverse of their registration
+   order: that models I/O readiness arriving in a different order, but code that relies on
+   asyncio's documented FIFO order of ``call_soon`` can see schedules stock asyncio never runs.
 2. **Time.** ``loop.time()`` is ``clock.now()`` of a :class:`~kubesim._core.VirtualClock`. When
    nothing is ready, time jumps straight to the earliest timer, the loop's own or the clock's
    (trio's ``MockClock`` autojump, ``looptime``), using no wall time: an hour of

@@ -539,8 +539,8 @@ class APIServer:
                     next_key = key
                     if labels.empty() and fields.empty():
                         # remainingItemCount: with no selector every later item counts. Count
-                        # them without the per-item checks: this loop used to run them for the
-                        # whole rest of the list on every page (bench/: 6x a single list).
+                        # them without the per-item checks, which used to run over the whole
+                        # rest of the list on every page (bench/README.md: 1.4-1.6x faster).
                         remaining = 1 + sum(1 for _ in source)
                     break  # with selectors remainingItemCount is not reported
                 items.append(stored)
