@@ -237,16 +237,18 @@ def cmd_restarts(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATION_FAILED if failures else EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command == "restarts":
-        return cmd_restarts(args)
-    if args.command == "serve":
-        from kubesim.cli.serve import cmd_serve
+def _serve(args: argparse.Namespace) -> int:
+    from kubesim.cli.serve import cmd_serve
 
-        return cmd_serve(args)
-    parser.error(f"unknown command {args.command!r}")
+    return cmd_serve(args)
+
+
+COMMANDS = {"restarts": cmd_restarts, "serve": _serve}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # subcommands are required: argparse exits on none
+    return COMMANDS[args.command](args)
 
 
 if __name__ == "__main__":

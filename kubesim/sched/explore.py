@@ -113,14 +113,16 @@ def explore(
     if schedules < 1:
         raise ValueError(f"schedules must be >= 1, got schedules={schedules!r}")
     traced = tuple(traced)
-    estimate = 1000
+    # The largest step count seen: PCT's k. Only the first schedule uses the 1000 guess; a floor
+    # of 1000 would put most change points past the end of a short scenario's run.
+    estimate = 0
     counts: dict[str, int] = {}
     for index in range(schedules):
         sub_seed = schedule_seed(seed, index)
         chosen = (
             strategy()
             if strategy is not None
-            else portfolio(SeededChoices(sub_seed, name="portfolio"), steps=estimate)
+            else portfolio(SeededChoices(sub_seed, name="portfolio"), steps=estimate or 1000)
         )
         counts[chosen.name] = counts.get(chosen.name, 0) + 1
         result = run_schedule(

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-import zlib
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +34,8 @@ from kubesim.server.storage import ADDED, DELETED, MODIFIED, Key, Storage, Store
 from kubesim.server.validation import validate_object
 from kubesim.server.watch import (
     WaitPolicy,
-    Watcher,
     WatchEnd,
+    Watcher,
     WatchStream,
     initial_events_end_line,
     initial_lines,
@@ -61,9 +61,12 @@ class AutojumpWait:
     def wait(self, stream: WatchStream) -> None:
         server = stream.server
         with server.lock:
-            if stream.watcher.ended is None and not stream.watcher.has_ready():
-                if not server.clock.jump_to_next_deadline():
-                    raise RuntimeError("watch would block forever: no timer is pending")
+            if (
+                stream.watcher.ended is None
+                and not stream.watcher.has_ready()
+                and not server.clock.jump_to_next_deadline()
+            ):
+                raise RuntimeError("watch would block forever: no timer is pending")
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,13 @@ class APIServer:
         wait_policy: WaitPolicy | None = None,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
-            raise ValueError(f"history_window must be an int >= 1, got history_window={history_window!r}")
+            raise ValueError(
+                f"history_window must be an int >= 1, got history_window={history_window!r}"
+            )
         if bookmark_interval is not None and bookmark_interval <= 0:
             raise ValueError(
-                f"bookmark_interval must be > 0 seconds or None, got bookmark_interval={bookmark_interval!r}"
+                "bookmark_interval must be > 0 seconds or None, "
+                f"got bookmark_interval={bookmark_interval!r}"
             )
         if expired_reason not in ("Expired", "Gone"):
             raise ValueError(f"expired_reason must be 'Expired' or 'Gone', got {expired_reason!r}")
@@ -181,7 +187,9 @@ class APIServer:
         ]
         if len(matches) == 1:
             return matches[0]
-        known = sorted(r.plural + (f".{r.group}" if r.group else "") for r in self._resources.values())
+        known = sorted(
+            r.plural + (f".{r.group}" if r.group else "") for r in self._resources.values()
+        )
         if not matches:
             raise KeyError(f"no resource named {name!r}; known resources: {', '.join(known)}")
         raise KeyError(f"resource name {name!r} is ambiguous; qualify it with its group ({known})")
@@ -198,24 +206,32 @@ class APIServer:
 
     def _generate_name(self, prefix: str) -> str:
         n = len(_GENERATE_NAME_ALPHABET) - 1
-        return prefix + "".join(_GENERATE_NAME_ALPHABET[self._name_choices.integer(0, n)] for _ in range(5))
+        return prefix + "".join(
+            _GENERATE_NAME_ALPHABET[self._name_choices.integer(0, n)] for _ in range(5)
+        )
 
     def _require_namespace(self, resource: ResourceType, namespace: str | None) -> str:
         if not resource.namespaced:
             return ""
         if not namespace:
-            raise st.bad_request("the server could not find the requested resource: a namespace is required")
+            raise st.bad_request(
+                "the server could not find the requested resource: a namespace is required"
+            )
         if self.storage.get(self.namespace_resource, ("", namespace)) is None:
             raise st.not_found("namespaces", "", namespace)
         return namespace
 
-    def _commit(self, resource: ResourceType, key: Key, event_type: str, obj: JSON, old: Stored | None) -> Stored:
+    def _commit(
+        self, resource: ResourceType, key: Key, event_type: str, obj: JSON, old: Stored | None
+    ) -> Stored:
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
         # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
-        self.trace.record("write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json()))
+        self.trace.record(
+            "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
+        )
         for watcher in list(self._watchers.values()):
             if watcher.resource is resource:
                 watcher.offer(event)
@@ -225,12 +241,14 @@ class APIServer:
     def _check_body(self, resource: ResourceType, obj: Any, namespace: str | None) -> JSON:
         if not isinstance(obj, dict):
             raise st.bad_request(
-                f"the body of the request must be a {resource.kind} object, got {type(obj).__name__}"
+                f"the body of the request must be a {resource.kind} object, "
+                f"got {type(obj).__name__}"
             )
         kind = obj.get("kind")
         if kind not in (None, "", resource.kind):
             raise st.bad_request(
-                f"the kind of the provided object ({kind}) does not match the resource ({resource.kind})"
+                f"the kind of the provided object ({kind}) does not match the resource "
+                f"({resource.kind})"
             )
         api_version = obj.get("apiVersion")
         if api_version not in (None, "", resource.api_version):
@@ -244,7 +262,8 @@ class APIServer:
         body_namespace = (meta or {}).get("namespace")
         if resource.namespaced and body_namespace and namespace and body_namespace != namespace:
             raise st.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
             )
         return obj
 
@@ -255,7 +274,9 @@ class APIServer:
             raise st.invalid(resource.kind, resource.group, str(name), causes)
 
     # -- verbs ----------------------------------------------------------------------------
-    def create(self, resource: str | ResourceType, obj: JSON, *, namespace: str | None = None) -> JSON:
+    def create(
+        self, resource: str | ResourceType, obj: JSON, *, namespace: str | None = None
+    ) -> JSON:
         """POST: store a new object. Returns the stored object (a copy)."""
         with self.lock:
             return deep_copy(self._create(self.resource(resource), obj, namespace).obj)
@@ -273,7 +294,13 @@ class APIServer:
         if self.storage.get(resource, key) is not None:
             raise st.already_exists(resource.plural, resource.group, meta["name"])
         # Fields the server owns, whatever the client sent.
-        for owned in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "selfLink"):
+        for owned in (
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "selfLink",
+        ):
             meta.pop(owned, None)
         if resource.namespaced:
             meta["namespace"] = namespace
@@ -315,13 +342,19 @@ class APIServer:
             return deep_copy(self._update(res, namespace, str(name), obj, subresource).obj)
 
     def _update(
-        self, resource: ResourceType, namespace: str | None, name: str, obj: Any, subresource: str | None
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        obj: Any,
+        subresource: str | None,
     ) -> Stored:
         obj = self._check_body(resource, deep_copy(obj), namespace)
         meta: JSON = obj.setdefault("metadata", {})
         if meta.get("name") not in (None, name):
             raise st.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
+                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                f"({name})"
             )
         meta["name"] = name
         key = self._key(resource, namespace, name)
@@ -348,7 +381,13 @@ class APIServer:
         old = current.obj
         meta = obj["metadata"]
         # Server-owned metadata survives any update.
-        for owned in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+        for owned in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
             if owned in old["metadata"]:
                 meta[owned] = old["metadata"][owned]
             else:
@@ -427,7 +466,9 @@ class APIServer:
             raise st.conflict(resource.plural, resource.group, name, st.OPTIMISTIC_LOCK_ERROR)
         if meta.get("name") != name:
             raise st.bad_request("metadata.name cannot be changed by a patch")
-        return self._replace(resource, key, current, self._check_body(resource, patched, namespace), subresource)
+        return self._replace(
+            resource, key, current, self._check_body(resource, patched, namespace), subresource
+        )
 
     def delete(
         self,
@@ -442,7 +483,9 @@ class APIServer:
             res = self.resource(resource)
             return self._delete(res, namespace, name, preconditions or {})
 
-    def _delete(self, resource: ResourceType, namespace: str | None, name: str, preconditions: JSON) -> JSON:
+    def _delete(
+        self, resource: ResourceType, namespace: str | None, name: str, preconditions: JSON
+    ) -> JSON:
         key = self._key(resource, namespace, name)
         current = self.storage.get(resource, key)
         if current is None:
@@ -455,7 +498,8 @@ class APIServer:
                 resource.plural,
                 resource.group,
                 name,
-                f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{preconditions['resourceVersion']}, "
                 f"ResourceVersion in object meta: {current.rv}",
             )
         if preconditions.get("uid") not in (None, "") and preconditions["uid"] != meta["uid"]:
@@ -463,7 +507,8 @@ class APIServer:
                 resource.plural,
                 resource.group,
                 name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in object meta: {meta['uid']}",
+                f"Precondition failed: UID in precondition: {preconditions['uid']}, "
+                f"UID in object meta: {meta['uid']}",
             )
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
@@ -471,7 +516,9 @@ class APIServer:
             marked = deep_copy(current.obj)
             marked["metadata"]["deletionTimestamp"] = self.clock.timestamp()
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            return deep_copy(self._commit(resource, key, MODIFIED, canonical_object(marked), current).obj)
+            return deep_copy(
+                self._commit(resource, key, MODIFIED, canonical_object(marked), current).obj
+            )
         deleted = self._commit_delete(resource, key, current, deep_copy(current.obj))
         if resource.return_deleted_object:
             return deep_copy(deleted.obj)
@@ -481,7 +528,9 @@ class APIServer:
             else {"name": name, "kind": resource.plural, "uid": meta["uid"]}
         )
 
-    def _commit_delete(self, resource: ResourceType, key: Key, current: Stored, last: JSON) -> Stored:
+    def _commit_delete(
+        self, resource: ResourceType, key: Key, current: Stored, last: JSON
+    ) -> Stored:
         # DELETED carries the last state stamped with the deletion RV (etcd3 watcher.go).
         return self._commit(resource, key, DELETED, last, current)
 
@@ -567,7 +616,7 @@ class APIServer:
         send_initial_events: bool | None = None,
         timeout_seconds: float | None = None,
     ) -> WatchStream:
-        """Open a watch. Errors after "admission" come as an ERROR event on the stream (cacher.go)."""
+        """Open a watch. Errors after admission are as an ERROR event on the stream (cacher.go)."""
         with self.lock:
             labels = labels or LabelSelector.parse("")
             fields = fields or FieldSelector.parse("")
@@ -635,7 +684,9 @@ class APIServer:
 
     def _forget_watcher(self, watcher: Watcher) -> None:
         self._watchers.pop(watcher.ident, None)
-        self.trace.record("watch-end", watcher.ident, watcher.ended.value if watcher.ended else None)
+        self.trace.record(
+            "watch-end", watcher.ident, watcher.ended.value if watcher.ended else None
+        )
         self._notify_changed()
 
     def _timeout(self, watcher: Watcher) -> None:
@@ -773,8 +824,10 @@ def _parse_field_selector(resource: ResourceType, text: str) -> FieldSelector:
     for field_name, _, _ in selector.requirements():
         name = resource.field_aliases.get(field_name, field_name)
         if name not in resource.selectable_fields:
-            raise st.bad_request(f'field label not supported: {field_name}')
-    if resource.field_aliases and any(f in resource.field_aliases for f, _, _ in selector.requirements()):
+            raise st.bad_request(f"field label not supported: {field_name}")
+    if resource.field_aliases and any(
+        f in resource.field_aliases for f, _, _ in selector.requirements()
+    ):
         selector = FieldSelector.parse(
             ",".join(
                 f"{resource.field_aliases.get(f, f)}{'=' if op == '=' else '!='}{_escape(v)}"
@@ -790,7 +843,9 @@ def _escape(value: str) -> str:
     return escape_field_value(value)
 
 
-def _selected(resource: ResourceType, stored: Stored, labels: LabelSelector, fields: FieldSelector) -> bool:
+def _selected(
+    resource: ResourceType, stored: Stored, labels: LabelSelector, fields: FieldSelector
+) -> bool:
     if not labels.empty() and not labels.matches(stored.obj["metadata"].get("labels")):
         return False
     return fields.empty() or fields.matches(resource.fields_of(stored.obj))

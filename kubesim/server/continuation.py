@@ -44,7 +44,10 @@ def decode_continue(token: str, *, namespaced: bool) -> tuple[int, Key]:
     if not isinstance(rv, int) or not isinstance(start, str):
         raise InvalidContinue("continue key is not valid: incorrect encoded start resourceVersion")
     if rv <= 0:
-        raise InvalidContinue(f"continue key is not valid: incorrect encoded start resourceVersion (version {_VERSION})")
+        raise InvalidContinue(
+            "continue key is not valid: incorrect encoded start resourceVersion "
+            f"(version {_VERSION})"
+        )
     if namespaced and "/" in start:
         namespace, _, name = start.partition("/")
         return rv, (namespace, name)

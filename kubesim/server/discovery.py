@@ -81,7 +81,16 @@ def api_resource_list(resources: list[ResourceType], group: str, version: str) -
         if r.categories:
             entry["categories"] = list(r.categories)
         entries.append(entry)
-        if r.kind in ("Pod", "Node", "Namespace", "Service", "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet"):
+        if r.kind in (
+            "Pod",
+            "Node",
+            "Namespace",
+            "Service",
+            "Deployment",
+            "ReplicaSet",
+            "DaemonSet",
+            "StatefulSet",
+        ):
             entries.append(
                 {
                     "name": f"{r.plural}/status",

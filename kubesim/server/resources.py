@@ -52,7 +52,10 @@ _POD_FIELDS: dict[str, FieldGetter] = {
     "status.nominatedNodeName": _path("status", "nominatedNodeName"),
 }
 # pkg/registry/core/node/strategy.go: NodeToSelectableFields.
-_NODE_FIELDS = {**_META_FIELDS, "spec.unschedulable": _path("spec", "unschedulable", default="false")}
+_NODE_FIELDS = {
+    **_META_FIELDS,
+    "spec.unschedulable": _path("spec", "unschedulable", default="false"),
+}
 # pkg/registry/core/namespace/strategy.go.
 _NAMESPACE_FIELDS = {**_META_FIELDS, "status.phase": _path("status", "phase")}
 # pkg/registry/core/secret/strategy.go.
@@ -149,7 +152,9 @@ def builtin_resources() -> list[ResourceType]:
             verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
             generation_fields=(),
         ),
-        _core("Service", "services", short_names=("svc",), generation_fields=(), categories=("all",)),
+        _core(
+            "Service", "services", short_names=("svc",), generation_fields=(), categories=("all",)
+        ),
         _core("ConfigMap", "configmaps", short_names=("cm",), generation_fields=()),
         _core("Secret", "secrets", selectable_fields=_SECRET_FIELDS, generation_fields=()),
         _apps("Deployment", "deployments", short_names=("deploy",), categories=("all",)),

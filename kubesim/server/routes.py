@@ -32,8 +32,12 @@ JSON = dict[str, Any]
 MAX_BODY_BYTES = 3 * 1024 * 1024  # apiserver: 3 MiB limit for JSON request bodies
 JSON_TYPE = "application/json"
 _BODY_TYPES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
-_PATCH_TYPES_ACCEPTED = ["application/json-patch+json", "application/merge-patch+json",
-                         "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
+_PATCH_TYPES_ACCEPTED = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+]
 
 
 @dataclass
@@ -45,8 +49,9 @@ class Request:
     body: bytes = b""
 
     @classmethod
-    def from_target(cls, method: str, target: str, headers: Mapping[str, str] | None = None,
-                    body: bytes = b"") -> Request:
+    def from_target(
+        cls, method: str, target: str, headers: Mapping[str, str] | None = None, body: bytes = b""
+    ) -> Request:
         """Build from a request target such as ``/api/v1/pods?watch=1``."""
         parts = urllib.parse.urlsplit(target)
         return cls(method.upper(), parts.path or "/", parts.query, dict(headers or {}), body or b"")
@@ -119,7 +124,8 @@ def _parse_rv(text: str | None) -> int | None:
     if not text.isdigit():
         # kube-apiserver answers 500 here (kubernetes/kubernetes#139485); the accepted fix is 400.
         raise st.bad_request(
-            f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing "{text}": invalid syntax'
+            f'resourceVersion: Invalid value: "{text}": '
+            f'strconv.ParseUint: parsing "{text}": invalid syntax'
         )
     return int(text)
 
@@ -194,7 +200,9 @@ def _check_acceptable(request: Request) -> None:
         media = part.split(";")[0].strip().lower()
         if media in ("application/json", "*/*", "application/*", ""):
             return
-    raise st.not_acceptable(["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"])
+    raise st.not_acceptable(
+        ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+    )
 
 
 def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
@@ -244,8 +252,9 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
     return _Target(resource, namespace, name, subresource, legacy_watch)
 
 
-def _resource_request(server: APIServer, request: Request, group: str, version: str,
-                      rest: list[str]) -> Response:
+def _resource_request(
+    server: APIServer, request: Request, group: str, version: str, rest: list[str]
+) -> Response:
     target = _locate(server, group, version, rest)
     _check_acceptable(request)
     query = Query(request.query)
@@ -266,8 +275,9 @@ def _resource_request(server: APIServer, request: Request, group: str, version: 
         if method == "PUT":
             body = _decode_body(request)
             with server.lock:
-                stored = server._update(target.resource, target.namespace, target.name, body,
-                                        target.subresource)
+                stored = server._update(
+                    target.resource, target.namespace, target.name, body, target.subresource
+                )
                 return Response(200, stored.json())
         if method == "PATCH":
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
@@ -275,8 +285,14 @@ def _resource_request(server: APIServer, request: Request, group: str, version: 
                 raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
             body = _decode_json(_check_size(request.body))
             with server.lock:
-                stored = server._patch(target.resource, target.namespace, target.name, body,
-                                       content_type, target.subresource)
+                stored = server._patch(
+                    target.resource,
+                    target.namespace,
+                    target.name,
+                    body,
+                    content_type,
+                    target.subresource,
+                )
                 return Response(200, stored.json())
         if method == "DELETE" and target.subresource is None:
             options = _decode_json(request.body) if request.body.strip() else {}
@@ -285,8 +301,12 @@ def _resource_request(server: APIServer, request: Request, group: str, version: 
             preconditions = options.get("preconditions") or {}
             if not isinstance(preconditions, dict):
                 raise st.bad_request("preconditions must be an object")
-            result = server.delete(target.resource, target.name, namespace=target.namespace,
-                                   preconditions=preconditions)
+            result = server.delete(
+                target.resource,
+                target.name,
+                namespace=target.namespace,
+                preconditions=preconditions,
+            )
             return _json(200, result)
     raise st.method_not_allowed(method)
 
@@ -357,7 +377,9 @@ def _selectors(server: APIServer, target: _Target, query: Query) -> tuple[Any, A
                 raise st.bad_request("fieldSelector metadata.name doesn't match requested name")
         from kubesim.server.selectors import escape_field_value
 
-        combined = ",".join(x for x in (field_text, f"metadata.name={escape_field_value(target.name)}") if x)
+        combined = ",".join(
+            x for x in (field_text, f"metadata.name={escape_field_value(target.name)}") if x
+        )
         return labels, _parse_field_selector(target.resource, combined)
     return labels, _parse_field_selector(target.resource, field_text)
 
@@ -372,16 +394,30 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
     causes: list[JSON] = []
     if match:
         if not rv_text:
-            causes.append(_forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
         if token:
-            causes.append(_forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
         if match not in ("Exact", "NotOlderThan"):
-            causes.append(_unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+            causes.append(
+                _unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""])
+            )
         if match == "Exact" and rv_text == "0":
-            causes.append(_forbidden(
-                "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
     if query.get("sendInitialEvents") is not None:
         causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
@@ -404,8 +440,8 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
         with server.lock:
             if rv < server.storage.compacted_rv:
                 raise st.expired(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter."
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
                 )
     elif rv is not None and rv > 0:
         # API Concepts: Exact when asked, or when paging from a specific RV; else NotOlderThan.
@@ -417,8 +453,16 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
                 raise too_large_resource_version(rv, server.storage.rv)
     elif rv == 0:
         rv = None  # "Any": the current state is an acceptable answer
-    page = server.list_page(target.resource, namespace=target.namespace, labels=labels, fields=fields,
-                            rv=rv, exact=exact, limit=limit, start=start)
+    page = server.list_page(
+        target.resource,
+        namespace=target.namespace,
+        labels=labels,
+        fields=fields,
+        rv=rv,
+        exact=exact,
+        limit=limit,
+        start=start,
+    )
     return Response(200, _encode_list(page))
 
 
@@ -429,7 +473,9 @@ def _encode_list(page: Any) -> bytes:
         metadata["continue"] = page.continue_token
         if page.remaining is not None:
             metadata["remainingItemCount"] = page.remaining
-    head = dumps({"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata})
+    head = dumps(
+        {"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata}
+    )
     keep = resource.list_items_have_type
     items = b",".join(stored.item_json(keep) for stored in page.items)
     # Splice the items in without re-encoding them: they are cached per stored version.
@@ -446,34 +492,60 @@ def _watch(server: APIServer, target: _Target, query: Query) -> Response:
     causes: list[JSON] = []
     if send_initial is not None:
         if match != "NotOlderThan":
-            causes.append(_forbidden(
-                "resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            )
         if not server.watch_list:
-            causes.append(_forbidden(
-                "sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+            causes.append(
+                _forbidden(
+                    "sendInitialEvents",
+                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate "
+                    "is enabled",
+                )
+            )
     if match:
         if send_initial is None:
-            causes.append(_forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                )
+            )
         if match != "NotOlderThan":
             causes.append(_unsupported("resourceVersionMatch", match, ["NotOlderThan"]))
         if query.get("continue"):
-            causes.append(_forbidden(
-                "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"))
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
     if causes:
         raise _list_options_invalid(*causes)
     _parse_rv(rv_text)
     labels, fields = _selectors(server, target, query)
-    stream = server.watch(target.resource, namespace=target.namespace, labels=labels, fields=fields,
-                          resource_version=rv_text, allow_bookmarks=allow_bookmarks,
-                          send_initial_events=send_initial,
-                          timeout_seconds=float(timeout) if timeout is not None else None)
+    stream = server.watch(
+        target.resource,
+        namespace=target.namespace,
+        labels=labels,
+        fields=fields,
+        resource_version=rv_text,
+        allow_bookmarks=allow_bookmarks,
+        send_initial_events=send_initial,
+        timeout_seconds=float(timeout) if timeout is not None else None,
+    )
     return Response(200, stream)
 
 
 # -- admin API (fault control for a running server) ----------------------------------------
 ADMIN_ENDPOINTS: dict[str, str] = {
-    "GET /kubesim/state": "resourceVersion, compactedResourceVersion, openWatches, historyWindow, now",
+    "GET /kubesim/state": (
+        "resourceVersion, compactedResourceVersion, openWatches, historyWindow, now"
+    ),
     "POST /kubesim/expire-watches": "close every open watch cleanly (server-side timeout)",
     "POST /kubesim/drop-watches": "cut every open watch abruptly (no terminating chunk)",
     "POST /kubesim/compact": "forget the history: older RVs now get 410 Expired",
@@ -493,15 +565,18 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
         if verb == "":
             return _json(200, {"endpoints": ADMIN_ENDPOINTS})
         with server.lock:
-            return _json(200, {
-                "resourceVersion": str(server.storage.rv),
-                "compactedResourceVersion": str(server.storage.compacted_rv),
-                "openWatches": len(server._watchers),
-                "historyWindow": server.storage.window,
-                "now": server.clock.now(),
-                "requests": server.request_count,
-                "traceHash": server.trace.hexdigest(),
-            })
+            return _json(
+                200,
+                {
+                    "resourceVersion": str(server.storage.rv),
+                    "compactedResourceVersion": str(server.storage.compacted_rv),
+                    "openWatches": len(server._watchers),
+                    "historyWindow": server.storage.window,
+                    "now": server.clock.now(),
+                    "requests": server.request_count,
+                    "traceHash": server.trace.hexdigest(),
+                },
+            )
     if verb in actions:
         if request.method != "POST":
             raise st.method_not_allowed(request.method)

@@ -31,7 +31,12 @@ class StatusError(Exception):
 
 
 def failure(
-    code: int, reason: str, message: str, details: JSON | None = None, *, metadata: JSON | None = None
+    code: int,
+    reason: str,
+    message: str,
+    details: JSON | None = None,
+    *,
+    metadata: JSON | None = None,
 ) -> JSON:
     """A ``Status`` with ``status: Failure`` in apimachinery's field order."""
     status: JSON = {
@@ -73,14 +78,18 @@ def not_found(resource: str, group: str, name: str) -> StatusError:
             404,
             "NotFound",
             f'{_qualified(resource, group)} "{name}" not found',
-            {"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource},
+            {"name": name, "group": group, "kind": resource}
+            if group
+            else {"name": name, "kind": resource},
         )
     )
 
 
 def not_found_path() -> StatusError:
     """The 404 for a path that names no resource at all."""
-    return StatusError(failure(404, "NotFound", "the server could not find the requested resource", {}))
+    return StatusError(
+        failure(404, "NotFound", "the server could not find the requested resource", {})
+    )
 
 
 def method_not_allowed(method: str) -> StatusError:
@@ -96,19 +105,33 @@ def method_not_allowed(method: str) -> StatusError:
 
 def not_acceptable(accepted: list[str]) -> StatusError:
     return StatusError(
-        failure(406, "NotAcceptable", "only the following media types are accepted: " + ", ".join(accepted))
+        failure(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: " + ", ".join(accepted),
+        )
     )
 
 
 def already_exists(resource: str, group: str, name: str) -> StatusError:
-    details: JSON = {"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource}
+    details: JSON = (
+        {"name": name, "group": group, "kind": resource}
+        if group
+        else {"name": name, "kind": resource}
+    )
     return StatusError(
-        failure(409, "AlreadyExists", f'{_qualified(resource, group)} "{name}" already exists', details)
+        failure(
+            409, "AlreadyExists", f'{_qualified(resource, group)} "{name}" already exists', details
+        )
     )
 
 
 def conflict(resource: str, group: str, name: str, why: str) -> StatusError:
-    details: JSON = {"name": name, "group": group, "kind": resource} if group else {"name": name, "kind": resource}
+    details: JSON = (
+        {"name": name, "group": group, "kind": resource}
+        if group
+        else {"name": name, "kind": resource}
+    )
     return StatusError(
         failure(
             409,
@@ -153,14 +176,20 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     The message aggregates the causes the way ``field.ErrorList.ToAggregate`` does: one cause is
     printed alone, several are wrapped in ``[a, b]``.
     """
-    texts = [f"{c['field']}: {c['message']}" if c.get("field") else str(c["message"]) for c in causes]
+    texts = [
+        f"{c['field']}: {c['message']}" if c.get("field") else str(c["message"]) for c in causes
+    ]
     aggregate = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     qualified = f"{kind}.{group}" if group else kind
-    details: JSON = {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    details: JSON = (
+        {"name": name, "group": group, "kind": kind} if group else {"name": name, "kind": kind}
+    )
     if not name:
         del details["name"]  # StatusDetails.Name is omitempty (ListOptions errors have none)
     details["causes"] = causes
-    return StatusError(failure(422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate}', details))
+    return StatusError(
+        failure(422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate}', details)
+    )
 
 
 def timeout(message: str, *, causes: list[JSON] | None = None, retry_after: int = 1) -> StatusError:

@@ -60,7 +60,9 @@ class Stored:
         if keep_type:
             return self.json()
         if self._item is None:
-            self._item = dumps({k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")})
+            self._item = dumps(
+                {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
+            )
         return self._item
 
 
@@ -83,7 +85,9 @@ class Event:
     def line(self) -> bytes:
         """The watch line for this event delivered as-is, cached across watchers."""
         if self._line is None:
-            self._line = b'{"type":"' + self.type.encode() + b'","object":' + self.new.json() + b"}\n"
+            self._line = (
+                b'{"type":"' + self.type.encode() + b'","object":' + self.new.json() + b"}\n"
+            )
         return self._line
 
 
@@ -196,7 +200,7 @@ class Storage:
     def write(
         self, resource: ResourceType, key: Key, event_type: str, new: Stored, old: Stored | None
     ) -> Event:
-        """Commit a write at ``new.rv`` (which must be ``next_rv()``) and append it to the history."""
+        """Commit a write at ``new.rv`` (which must be ``next_rv()``); append it to the history."""
         if new.rv != self.rv + 1:
             raise AssertionError(f"write at rv {new.rv}, expected {self.rv + 1}")
         self.rv = new.rv

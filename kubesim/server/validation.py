@@ -128,7 +128,8 @@ def validate_object(resource: ResourceType, obj: JSON) -> list[JSON]:
     causes.extend(validate_labels(meta.get("labels"), "metadata.labels"))
     annotations = meta.get("annotations")
     if annotations is not None and (
-        not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values())
+        not isinstance(annotations, dict)
+        or not all(isinstance(v, str) for v in annotations.values())
     ):
         causes.append(
             invalid_value("metadata.annotations", annotations, "must be a map of strings")
@@ -159,8 +160,11 @@ def _validate_pod(pod: JSON) -> list[JSON]:
             causes.append(required(f"{path}.name"))
         elif cname in seen:
             causes.append(
-                {"reason": "FieldValueDuplicate", "message": f"Duplicate value: {_quote(cname)}",
-                 "field": f"{path}.name"}
+                {
+                    "reason": "FieldValueDuplicate",
+                    "message": f"Duplicate value: {_quote(cname)}",
+                    "field": f"{path}.name",
+                }
             )
         else:
             seen.add(cname)

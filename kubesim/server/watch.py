@@ -151,7 +151,11 @@ class Watcher:
         if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
             return
         metadata: JSON = {"resourceVersion": str(rv)}
-        obj = {"kind": self.resource.kind, "apiVersion": self.resource.api_version, "metadata": metadata}
+        obj = {
+            "kind": self.resource.kind,
+            "apiVersion": self.resource.api_version,
+            "metadata": metadata,
+        }
         self._queue.append(_object_line("BOOKMARK", dumps(obj)))
 
     def close_when_drained(self) -> None:
@@ -233,7 +237,9 @@ class WatchStream:
 
     # 16 lines a chunk: the official client's line splitter copies its buffer after every line,
     # so big chunks cost it quadratic time (bench/run.py: 35k ev/s at 256 lines, 57k at 16).
-    def __init__(self, server: APIServer, watcher: Watcher, *, max_lines_per_chunk: int = 16) -> None:
+    def __init__(
+        self, server: APIServer, watcher: Watcher, *, max_lines_per_chunk: int = 16
+    ) -> None:
         self.server = server
         self.watcher = watcher
         self.max_lines = max_lines_per_chunk

@@ -11,15 +11,16 @@ server (``kubesim serve`` does so from the wall clock; tests may use ``POST /kub
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from kubesim.server.apiserver import APIServer
+from kubesim.server.encoding import dumps
 from kubesim.server.routes import MAX_BODY_BYTES, Request, handle
 from kubesim.server.status import bad_request, too_large_entity
-from kubesim.server.encoding import dumps
 from kubesim.server.watch import WatchDropped, WatchStream
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -49,7 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         if self.server.verbose:
             super().log_message(format, *args)
 
@@ -128,10 +129,9 @@ class _Handler(BaseHTTPRequestHandler):
                     chunk = stream.poll()
                 except WatchDropped:
                     self.close_connection = True
-                    try:
+                    # The peer may already be gone; the drop is what we wanted either way.
+                    with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass  # the peer may already be gone; the drop is what we wanted
                     return
                 if chunk is None:
                     with api.lock:
@@ -241,8 +241,12 @@ def write_kubeconfig(path: str, url: str, *, namespace: str = "default") -> None
         "kind": "Config",
         "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
         "users": [{"name": "kubesim", "user": {}}],
-        "contexts": [{"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim",
-                                                      "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": "kubesim",
+                "context": {"cluster": "kubesim", "user": "kubesim", "namespace": namespace},
+            }
+        ],
         "current-context": "kubesim",
         "preferences": {},
     }
