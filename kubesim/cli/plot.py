@@ -16,6 +16,7 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
     except ImportError as exc:
         raise ImportError("drawing needs matplotlib: pip install 'kubesim[plot]'") from exc
     size_keys = sorted({k for r in reports for round_ in r.rounds for k in round_.sizes})
@@ -31,6 +32,7 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
             else "bounded"
         )
         memory_ax.plot(xs, ys, marker="o", markersize=3, label=f"{report.name} ({verdict})")
+    memory_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     memory_ax.set_xlabel("watch restarts")
     memory_ax.set_ylabel("retained by the store (KiB, tracemalloc)")
     memory_ax.set_title("Memory over watch restarts")
@@ -45,6 +47,7 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
                 ys = [r.sizes[key] for r in report.rounds if key in r.sizes]
                 if xs:
                     sizes_ax.plot(xs, ys, marker=".", label=f"{report.name}: {key}")
+        sizes_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         sizes_ax.set_xlabel("watch restarts")
         sizes_ax.set_ylabel("entries")
         sizes_ax.set_title("Store structures")
