@@ -148,8 +148,8 @@ def test_the_shared_cache_is_corrupted_even_without_a_crash() -> None:
 
 
 @pytest.mark.parametrize("design", ["deepcopy", "immutable"])
-def test_the_copying_and_immutable_caches_pass_many_schedules(design: str) -> None:
-    result = explore(opencost_scenario(design), schedules=300, seed=2, traced=TRACED)
+def test_the_copying_and_immutable_caches_pass_a_thousand_schedules(design: str) -> None:
+    result = explore(opencost_scenario(design), schedules=1000, seed=2, traced=TRACED)
     assert result.ok, str(result.found)
 
 
