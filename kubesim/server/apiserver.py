@@ -400,7 +400,7 @@ class APIServer:
             # PUT .../status changes only status (registry strategies PrepareForUpdate).
             obj = {**old, "status": obj.get("status", {})}
             obj["metadata"] = dict(old["metadata"])
-        elif "status" in old and _has_status_subresource(resource):
+        elif "status" in old and resource.status_subresource:
             obj["status"] = old["status"]
         _apply_defaults(resource, obj)
         if resource.generation_fields and any(
@@ -772,19 +772,6 @@ def _json_patch_decodes(patch: Any) -> bool:
     """True when jsonpatch.DecodePatch accepts the body, so a failure came from Apply (422)."""
     return patch is None or (
         isinstance(patch, list) and all(op is None or isinstance(op, dict) for op in patch)
-    )
-
-
-def _has_status_subresource(resource: ResourceType) -> bool:
-    return resource.group in ("", "apps") and resource.kind in (
-        "Pod",
-        "Node",
-        "Namespace",
-        "Service",
-        "Deployment",
-        "ReplicaSet",
-        "DaemonSet",
-        "StatefulSet",
     )
 
 

@@ -81,16 +81,7 @@ def api_resource_list(resources: list[ResourceType], group: str, version: str) -
         if r.categories:
             entry["categories"] = list(r.categories)
         entries.append(entry)
-        if r.kind in (
-            "Pod",
-            "Node",
-            "Namespace",
-            "Service",
-            "Deployment",
-            "ReplicaSet",
-            "DaemonSet",
-            "StatefulSet",
-        ):
+        if r.status_subresource:
             entries.append(
                 {
                     "name": f"{r.plural}/status",

@@ -91,6 +91,8 @@ class ResourceType:
     # Fields whose change bumps metadata.generation ("spec" for most kinds).
     generation_fields: tuple[str, ...] = ("spec",)
     categories: tuple[str, ...] = ()
+    # A /status subresource: main-resource updates keep status, /status updates only status.
+    status_subresource: bool = False
 
     @property
     def api_version(self) -> str:
@@ -115,12 +117,24 @@ class ResourceType:
         return {name: get(obj) for name, get in self.selectable_fields.items()}
 
 
+# Built-in kinds served with a /status subresource.
+_WITH_STATUS = frozenset(
+    {"Pod", "Node", "Namespace", "Service", "Deployment", "ReplicaSet", "DaemonSet", "StatefulSet"}
+)
+
+
 def _core(kind: str, plural: str, **kw: Any) -> ResourceType:
-    return ResourceType(group="", version="v1", kind=kind, plural=plural, **kw)
+    status = kind in _WITH_STATUS
+    return ResourceType(
+        group="", version="v1", kind=kind, plural=plural, status_subresource=status, **kw
+    )
 
 
 def _apps(kind: str, plural: str, **kw: Any) -> ResourceType:
-    return ResourceType(group="apps", version="v1", kind=kind, plural=plural, **kw)
+    status = kind in _WITH_STATUS
+    return ResourceType(
+        group="apps", version="v1", kind=kind, plural=plural, status_subresource=status, **kw
+    )
 
 
 def builtin_resources() -> list[ResourceType]:
