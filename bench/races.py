@@ -31,8 +31,8 @@ result.
 
 Each tool runs in a child process of its own, one after the other (never at the same time, so
 the two cores do not skew each other's timings); frontrun's rows are skipped with a message when
-it is not installed. Results go to ``bench/results/races.json``; see bench/README_races.md for
-how to read them.
+it is not installed. Results go to ``bench/results/races.json``; bench/README.md ("Race finding")
+says how to read them.
 """
 
 from __future__ import annotations
@@ -70,12 +70,27 @@ MODES: tuple[tuple[str, str], ...] = (
     *(("frontrun", m) for m in FRONTRUN_MODES),
 )
 RACY_HEADERS = (
-    "case", "tool", "mode", "found", "schedules", "range", "to 1st failure", "false passes",
-    "ms/sched", "cpu ms/sched", "failure / found by",
+    "case",
+    "tool",
+    "mode",
+    "found",
+    "schedules",
+    "range",
+    "to 1st failure",
+    "false passes",
+    "ms/sched",
+    "cpu ms/sched",
+    "failure / found by",
 )
 TWIN_HEADERS = ("correct twin", "untraced cpu", *(f"{tool} {mode}" for tool, mode in MODES))
 COST_HEADERS = (
-    "tool", "mode", "schedules run", "ms/sched", "cpu ms/sched", "x untraced", "cpu x untraced",
+    "tool",
+    "mode",
+    "schedules run",
+    "ms/sched",
+    "cpu ms/sched",
+    "x untraced",
+    "cpu x untraced",
     "cpu x range",
 )
 
@@ -238,14 +253,24 @@ def run_kubesim(config: Config, cases: Sequence[Case]) -> list[Cell]:
             "pct(2)": lambda k=k: PCT(2, k),  # type: ignore[misc]
         }
         for mode, factory in factories.items():
-            cell = Cell("kubesim", mode, case.name, case.racy,
-                        config.budget if case.racy else config.twin_budget)
+            cell = Cell(
+                "kubesim",
+                mode,
+                case.name,
+                case.racy,
+                config.budget if case.racy else config.twin_budget,
+            )
             seeds: Iterable[int] = range(1, config.seeds + 1) if case.racy else (1,)
             for seed in seeds:
                 started, cpu_started = time.perf_counter(), time.process_time()
-                exploration: Exploration = explore(scenario, schedules=cell.budget, seed=seed,
-                                                   strategy=factory, traced=traced,
-                                                   check_determinism=False)
+                exploration: Exploration = explore(
+                    scenario,
+                    schedules=cell.budget,
+                    seed=seed,
+                    strategy=factory,
+                    traced=traced,
+                    check_determinism=False,
+                )
                 wall = time.perf_counter() - started
                 cpu = time.process_time() - cpu_started
                 search = Search(seed, not exploration.ok, exploration.schedules, wall, cpu)
@@ -255,8 +280,14 @@ def run_kubesim(config: Config, cases: Sequence[Case]) -> list[Cell]:
                     search.found_by = found.strategy
                     # Untimed: the same seed fails at the same schedule, and replays identically.
                     try:
-                        again = explore(scenario, schedules=exploration.schedules, seed=seed,
-                                        strategy=factory, traced=traced, check_determinism=True)
+                        again = explore(
+                            scenario,
+                            schedules=exploration.schedules,
+                            seed=seed,
+                            strategy=factory,
+                            traced=traced,
+                            check_determinism=True,
+                        )
                         search.replayed = (
                             again.found is not None
                             and again.found.schedule == found.schedule
@@ -284,7 +315,7 @@ def frontrun_version() -> str | None:
 
 
 def _frontrun_search(case: Case, mode: str, seed: int | None, budget: int) -> Search:
-    import frontrun
+    import frontrun  # type: ignore[import-untyped]
 
     calls = 0
 
@@ -300,12 +331,20 @@ def _frontrun_search(case: Case, mode: str, seed: int | None, budget: int) -> Se
         options.update(strategy="random", max_attempts=budget, seed=seed)
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
-        result = frontrun.explore(setup=setup, workers=list(case.workers),
-                                  invariant=case.invariant, **options)
+        result = frontrun.explore(
+            setup=setup, workers=list(case.workers), invariant=case.invariant, **options
+        )
     except Exception as exc:  # DPOR re-raises a worker's exception rather than returning it
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        return Search(seed, True, calls, wall, cpu, f"{type(exc).__name__}: {exc}",
-                      note="raised out of frontrun.explore")
+        return Search(
+            seed,
+            True,
+            calls,
+            wall,
+            cpu,
+            f"{type(exc).__name__}: {exc}",
+            note="raised out of frontrun.explore",
+        )
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     search = Search(seed, result.property_holds is False, calls, wall, cpu)
     explanation = result.explanation or ""
@@ -316,9 +355,13 @@ def _frontrun_search(case: Case, mode: str, seed: int | None, budget: int) -> Se
             search.failure = "deadlock: " + _short(explanation)
         else:
             search.failure = "invariant (" + _short(explanation, 50) + ")"
-    elif result.property_holds is True:
+    elif result.property_holds is True and result.num_explored < budget:
+        # The search ended on its own, inside the budget: DPOR's claim that every (bounded)
+        # interleaving class was run and passed.
         search.claimed_pass = True
-        search.note = f"claimed the property holds after {result.num_explored} executions"
+        search.note = f"search ended after {result.num_explored} executions, reported a pass"
+    elif result.property_holds is True:
+        search.note = f"budget of {budget} executions used up"
     else:
         search.note = _short(result.inconclusive_reason or "inconclusive", 200)
     if calls != result.num_explored:
@@ -328,15 +371,20 @@ def _frontrun_search(case: Case, mode: str, seed: int | None, budget: int) -> Se
 
 def run_frontrun(config: Config, cases: Sequence[Case]) -> list[Cell]:
     """Search every case with frontrun's DPOR (default) and random modes."""
-    from frontrun._cooperative import patch_locks, unpatch_locks
+    from frontrun._cooperative import patch_locks, unpatch_locks  # type: ignore[import-untyped]
 
     cells: list[Cell] = []
     patch_locks()
     try:
         for case in cases:
             for mode in FRONTRUN_MODES:
-                cell = Cell("frontrun", mode, case.name, case.racy,
-                            config.budget if case.racy else config.twin_budget)
+                cell = Cell(
+                    "frontrun",
+                    mode,
+                    case.name,
+                    case.racy,
+                    config.budget if case.racy else config.twin_budget,
+                )
                 if mode == "dpor":
                     seeds: list[int | None] = [None] * (config.dpor_reps if case.racy else 1)
                 else:
@@ -384,17 +432,28 @@ def spawn_tool(tool: str, config: Config, timeout: float) -> tuple[list[Cell], s
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / f"{tool}.json"
         command = [
-            sys.executable, str(Path(__file__).resolve()), "--worker", tool,
-            "--worker-output", str(output), "--budget", str(config.budget),
-            "--twin-budget", str(config.twin_budget), "--seeds", str(config.seeds),
-            "--dpor-reps", str(config.dpor_reps),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            tool,
+            "--worker-output",
+            str(output),
+            "--budget",
+            str(config.budget),
+            "--twin-budget",
+            str(config.twin_budget),
+            "--seeds",
+            str(config.seeds),
+            "--dpor-reps",
+            str(config.dpor_reps),
         ]
         for name in config.cases:
             command += ["--case", name]
         env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
         try:
-            completed = subprocess.run(command, env=env, timeout=timeout, check=False,
-                                       stdout=subprocess.PIPE, text=True)
+            completed = subprocess.run(
+                command, env=env, timeout=timeout, check=False, stdout=subprocess.PIPE, text=True
+            )
         except subprocess.TimeoutExpired:
             return [], f"{tool} did not finish within {timeout:.0f} s"
         if completed.returncode != 0 or not output.exists():
@@ -470,8 +529,9 @@ def _fmt_seconds(value: float) -> str:
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A plain fixed-width table: header, rule, rows."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -485,8 +545,21 @@ def racy_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
         if not s["racy"]:
             continue
         if s["error"]:
-            rows.append([s["case"], s["tool"], s["mode"], "error", "", "", "", "", "", "",
-                         _short(s["error"], 60)])
+            rows.append(
+                [
+                    s["case"],
+                    s["tool"],
+                    s["mode"],
+                    "error",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    _short(s["error"], 60),
+                ]
+            )
             continue
         lo, hi = s["min_schedules"], s["max_schedules"]
         span = "" if lo is None else (f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}")
@@ -494,19 +567,29 @@ def racy_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
         if s["found_by"]:
             by = ", ".join(f"{name}×{n}" for name, n in sorted(s["found_by"].items()))
             detail += f" | by {by}"
-        if s["claimed_passes"]:
+        if s["notes"]:
             detail = (detail + " | " if detail else "") + "; ".join(s["notes"])
-        rows.append([
-            s["case"], s["tool"], s["mode"], f"{s['found']}/{s['runs']}",
-            _fmt_count(s["median_schedules"], s["budget"]), span,
-            _fmt_seconds(s["median_seconds_to_failure"]), f"{s['false_passes']}/{s['runs']}",
-            f"{s['ms_per_schedule']:.2f}", f"{s['cpu_ms_per_schedule']:.2f}", detail,
-        ])
+        rows.append(
+            [
+                s["case"],
+                s["tool"],
+                s["mode"],
+                f"{s['found']}/{s['runs']}",
+                _fmt_count(s["median_schedules"], s["budget"]),
+                span,
+                _fmt_seconds(s["median_seconds_to_failure"]),
+                f"{s['false_passes']}/{s['runs']}",
+                f"{s['ms_per_schedule']:.2f}",
+                f"{s['cpu_ms_per_schedule']:.2f}",
+                detail,
+            ]
+        )
     return rows
 
 
-def twin_rows(summaries: Sequence[dict[str, Any]], plain: dict[str, dict[str, Any]],
-              names: Sequence[str]) -> list[list[str]]:
+def twin_rows(
+    summaries: Sequence[dict[str, Any]], plain: dict[str, dict[str, Any]], names: Sequence[str]
+) -> list[list[str]]:
     """Rows of table 2: one per correct twin, one column per tool x mode."""
     by_key = {(s["case"], s["tool"], s["mode"]): s for s in summaries}
     rows = []
@@ -520,8 +603,10 @@ def twin_rows(summaries: Sequence[dict[str, Any]], plain: dict[str, dict[str, An
                 row.append("error")
             else:
                 flag = " FALSE ALARM" if s["false_alarms"] else ""
-                row.append(f"{s['false_alarms']}/{s['schedules_run']:,} "
-                           f"@{s['cpu_ms_per_schedule']:.1f}ms{flag}")
+                row.append(
+                    f"{s['false_alarms']}/{s['schedules_run']:,} "
+                    f"@{s['cpu_ms_per_schedule']:.1f}ms{flag}"
+                )
         rows.append(row)
     return rows
 
@@ -530,19 +615,26 @@ def cost_rows(summaries: Sequence[dict[str, Any]]) -> list[list[str]]:
     """Rows of table 3: cost per schedule and overhead per tool x mode, median over cases."""
     rows = []
     for tool, mode in MODES:
-        mine = [s for s in summaries if s["tool"] == tool and s["mode"] == mode
-                and not s["error"] and s["schedules_run"]]
+        mine = [
+            s
+            for s in summaries
+            if s["tool"] == tool and s["mode"] == mode and not s["error"] and s["schedules_run"]
+        ]
         if not mine:
             continue
         cpu_overheads = [s["cpu_overhead"] for s in mine]
-        rows.append([
-            tool, mode, f"{sum(s['schedules_run'] for s in mine):,}",
-            f"{statistics.median(s['ms_per_schedule'] for s in mine):.2f}",
-            f"{statistics.median(s['cpu_ms_per_schedule'] for s in mine):.2f}",
-            f"{statistics.median(s['overhead'] for s in mine):,.0f}x",
-            f"{statistics.median(cpu_overheads):,.0f}x",
-            f"{min(cpu_overheads):,.0f}x–{max(cpu_overheads):,.0f}x",
-        ])
+        rows.append(
+            [
+                tool,
+                mode,
+                f"{sum(s['schedules_run'] for s in mine):,}",
+                f"{statistics.median(s['ms_per_schedule'] for s in mine):.2f}",
+                f"{statistics.median(s['cpu_ms_per_schedule'] for s in mine):.2f}",
+                f"{statistics.median(s['overhead'] for s in mine):,.0f}x",
+                f"{statistics.median(cpu_overheads):,.0f}x",
+                f"{min(cpu_overheads):,.0f}x–{max(cpu_overheads):,.0f}x",
+            ]
+        )
     return rows
 
 
@@ -554,30 +646,54 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Config]:
         prog="python bench/races.py",
         description="Race finding: kubesim's scheduler and frontrun side by side on one corpus.",
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: budget 200, 3 seeds, 50 schedules per twin (~20 s)")
-    parser.add_argument("--budget", type=int,
-                        help="schedules per search of a racy case (default 2,000)")
-    parser.add_argument("--twin-budget", type=int,
-                        help="schedules per mode on each correct twin (default 500)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: budget 200, 3 seeds, 50 schedules per twin (~20 s)",
+    )
+    parser.add_argument(
+        "--budget", type=int, help="schedules per search of a racy case (default 2,000)"
+    )
+    parser.add_argument(
+        "--twin-budget", type=int, help="schedules per mode on each correct twin (default 1,000)"
+    )
     parser.add_argument("--seeds", type=int, help="seeds per racy case (default 5)")
-    parser.add_argument("--dpor-reps", type=int,
-                        help="runs of frontrun's deterministic DPOR per racy case (default 3)")
-    parser.add_argument("--plain-runs", type=int,
-                        help="untraced runs per case for the baseline (default 1,000)")
-    parser.add_argument("--case", action="append", dest="cases", metavar="NAME",
-                        choices=[c.name for c in CASES], help="run only this case (repeatable)")
-    parser.add_argument("--tool", action="append", dest="tools", choices=("kubesim", "frontrun"),
-                        help="run only this tool (repeatable)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                        help=f"where to write the JSON results (default {DEFAULT_OUTPUT})")
+    parser.add_argument(
+        "--dpor-reps",
+        type=int,
+        help="runs of frontrun's deterministic DPOR per racy case (default 3)",
+    )
+    parser.add_argument(
+        "--plain-runs", type=int, help="untraced runs per case for the baseline (default 1,000)"
+    )
+    parser.add_argument(
+        "--case",
+        action="append",
+        dest="cases",
+        metavar="NAME",
+        choices=[c.name for c in CASES],
+        help="run only this case (repeatable)",
+    )
+    parser.add_argument(
+        "--tool",
+        action="append",
+        dest="tools",
+        choices=("kubesim", "frontrun"),
+        help="run only this tool (repeatable)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"where to write the JSON results (default {DEFAULT_OUTPUT})",
+    )
     parser.add_argument("--worker", choices=("kubesim", "frontrun"), help=argparse.SUPPRESS)
     parser.add_argument("--worker-output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     quick = args.quick
     config = Config(
         budget=args.budget or (200 if quick else 2_000),
-        twin_budget=args.twin_budget or (50 if quick else 500),
+        twin_budget=args.twin_budget or (50 if quick else 1_000),
         seeds=args.seeds or (3 if quick else 5),
         dpor_reps=args.dpor_reps or (1 if quick else 3),
         plain_runs=args.plain_runs or (100 if quick else 1_000),
@@ -625,20 +741,31 @@ def main(argv: list[str] | None = None) -> int:
             errors.append(error)
     summaries = [summarize(c, plain[c.case]) for c in cells]
 
-    print(f"\n1. Racy cases: schedules to first failure, median over seeds (budget "
-          f"{config.budget:,}; frontrun dpor is deterministic, repeated {config.dpor_reps}x)")
+    print(
+        f"\n1. Racy cases: schedules to first failure, median over seeds (budget "
+        f"{config.budget:,}; frontrun dpor is deterministic, repeated {config.dpor_reps}x)"
+    )
     print(format_table(RACY_HEADERS, racy_rows(summaries)))
     twins = [c.name for c in cases if not c.racy]
-    print(f"\n2. Correct twins: false alarms / schedules run (budget {config.twin_budget:,}; "
-          "dpor stops early when its search space is exhausted) @ CPU cost per schedule")
+    print(
+        f"\n2. Correct twins: false alarms / schedules run (budget {config.twin_budget:,}; "
+        "dpor stops early when its search space is exhausted) @ CPU cost per schedule"
+    )
     print(format_table(TWIN_HEADERS, twin_rows(summaries, plain, twins)))
-    print("\n3. Cost per schedule (wall and CPU) and overhead against one untraced run on plain "
-          "threads, median over all cases")
+    print(
+        "\n3. Cost per schedule (wall and CPU) and overhead against one untraced run on plain "
+        "threads, median over all cases"
+    )
     print(format_table(COST_HEADERS, cost_rows(summaries)))
-    print("\nuntraced plain threads: "
-          + ", ".join(f"{n} {p['cpu_seconds_per_run'] * 1e6:,.0f} µs cpu, "
-                      f"{p['hits']}/{p['runs']} runs hit the bug"
-                      for n, p in plain.items() if race_corpus.by_name(n).racy))
+    print(
+        "\nuntraced plain threads: "
+        + ", ".join(
+            f"{n} {p['cpu_seconds_per_run'] * 1e6:,.0f} µs cpu, "
+            f"{p['hits']}/{p['runs']} runs hit the bug"
+            for n, p in plain.items()
+            if race_corpus.by_name(n).racy
+        )
+    )
     load_at_end = _load()
     if max(load_at_start, load_at_end) > 0.5 * (os.cpu_count() or 1):
         skipped.append(
@@ -659,21 +786,27 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "meta": {
             "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"),
+                timespec="seconds"
+            ),
             "duration_seconds": round(duration, 2),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "load_average": {"start": load_at_start, "end": load_at_end},
-            "versions": {"python": platform.python_version(), "kubesim": kubesim.__version__,
-                         "frontrun": fr_version},
+            "versions": {
+                "python": platform.python_version(),
+                "kubesim": kubesim.__version__,
+                "frontrun": fr_version,
+            },
             "pythonhashseed": os.environ.get("PYTHONHASHSEED", "0"),
             "config": asdict(config),
             "skipped": skipped,
             "errors": errors,
         },
         "plain": plain,
-        "cases": [{"name": c.name, "family": c.family, "racy": c.racy,
-                   "description": c.description} for c in cases],
+        "cases": [
+            {"name": c.name, "family": c.family, "racy": c.racy, "description": c.description}
+            for c in cases
+        ],
         "summaries": [{k: _json_number(v) for k, v in s.items()} for s in summaries],
         "cells": [asdict(c) for c in cells],
     }

@@ -161,6 +161,7 @@ class SimRLock(SimLock):
 class _Waiter(Waitable):
     def __init__(self, condition: SimCondition) -> None:
         self.condition = condition
+        self.notified = False
 
     def describe(self) -> str:
         return f"Condition at {id(self.condition):#x}"
@@ -200,9 +201,12 @@ class SimCondition:
         ct = scheduler.require_current("a Condition")
         waiter = _Waiter(self)
         self._waiters.append(waiter)
-        saved = self._lock._release_save()
+        # No scheduling point between releasing the lock and parking: a notify landing in that
+        # window would find nobody parked and be lost (the wakeup Event.set relies on).
+        with scheduler.atomic():
+            saved = self._lock._release_save()
         try:
-            woken = scheduler.block(ct, waiter, timeout)
+            woken = waiter.notified or scheduler.block(ct, waiter, timeout)
         finally:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
@@ -233,6 +237,8 @@ class SimCondition:
         scheduler = _sched.active()
         woken = self._waiters[:n]
         del self._waiters[:n]
+        for waiter in woken:
+            waiter.notified = True
         if scheduler is not None:
             for waiter in woken:
                 scheduler.wake(waiter)

@@ -391,7 +391,8 @@ class Scheduler:
                 Livelock(
                     f"the run exceeded max_steps={self.max_steps} scheduling points without "
                     f"finishing (virtual time {self.clock.now():.3f} s): a livelock or a loop that "
-                    "never ends; raise max_steps if the scenario is just long"
+                    "never ends; raise max_steps if the scenario is just long\n"
+                    + self._thread_report()
                 )
             )
             raise _Abort
@@ -529,11 +530,15 @@ class Scheduler:
         return out
 
     def _deadlock_report(self) -> str:
-        stacks = self._stacks()
-        lines = [
+        return (
             f"deadlock after {self.steps} steps at virtual time {self.clock.now():.3f} s: every "
-            "controlled thread waits and nothing can wake one"
-        ]
+            "controlled thread waits and nothing can wake one\n" + self._thread_report()
+        )
+
+    def _thread_report(self) -> str:
+        """Each unfinished thread, what it waits for, and (for parked ones) its stack."""
+        stacks = self._stacks()
+        lines: list[str] = []
         for t in self.threads:
             if t.state is State.FINISHED:
                 continue

@@ -176,8 +176,13 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
     rest.RESTClientObject.__init__ = init
     try:
         client = kubernetes_client(server)
-        kubernetes.client.ApiClient.set_default(client)
+        # kubernetes >= 37 keeps a default ApiClient; older clients build a fresh one per API
+        # object, which the patched __init__ above already covers.
+        set_default = getattr(kubernetes.client.ApiClient, "set_default", None)
+        if set_default is not None:
+            set_default(client)
         yield client
     finally:
         rest.RESTClientObject.__init__ = original_init
-        kubernetes.client.ApiClient._default = previous_default
+        if hasattr(kubernetes.client.ApiClient, "_default"):
+            kubernetes.client.ApiClient._default = previous_default

@@ -253,3 +253,18 @@ def test_an_uncontrolled_thread_touching_a_simulated_lock_is_a_loud_error() -> N
     result = Scheduler(strategy=RandomWalk(0.0), seed=0, max_steps=10_000).run(scenario)
     assert isinstance(result.failure, UncontrolledThread)
     assert "is not controlled by the kubesim scheduler" in str(result.failure)
+
+
+def test_an_event_set_between_release_and_park_is_not_lost() -> None:
+    """Regression: Condition.wait released its lock at a scheduling point before parking, so a
+    notify in that window woke nobody and Event.wait hung (found with kubernetes 29)."""
+
+    def scenario() -> None:
+        ready = threading.Event()
+        threading.Thread(target=ready.set, name="setter").start()
+        assert ready.wait()
+
+    result = explore(
+        scenario, schedules=2000, seed=4, strategy=lambda: RandomWalk(0.5), max_steps=5000
+    )
+    assert result.ok, str(result.found)
