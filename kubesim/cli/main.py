@@ -142,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
     serve.add_argument("--kubeconfig", metavar="PATH", help="write a kubeconfig for clients here")
+    serve.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a generated self-signed CA (its certificate goes in the kubeconfig)",
+    )
+    serve.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' on every request (401 otherwise)",
+    )
     serve.add_argument("--seed", default="0")
     serve.add_argument("--pods", type=int, default=0, help="pre-populate this many pods")
     return parser

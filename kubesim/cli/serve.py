@@ -1,4 +1,9 @@
-"""``kubesim serve``: the fake API server over HTTP, with virtual time following the wall clock."""
+"""``kubesim serve``: the fake API server over HTTP, with virtual time following the wall clock.
+
+``--tls`` serves HTTPS with a CA generated for this run (kubesim.transport.tls; its files live in
+a private temporary directory removed at exit) and ``--token`` requires a bearer token; both go
+into the ``--kubeconfig`` written for clients.
+"""
 
 from __future__ import annotations
 
@@ -27,17 +32,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from kubesim.workload.pods import populate_pods
 
         populate_pods(api, api.choices.fork("workload"), pods=args.pods)
+    tls_files = None
     try:
+        if args.tls:
+            from kubesim.transport.tls import generate
+
+            tls_files = generate()
         transport = HTTPTransport(
-            api, host=args.host, port=args.port, allow_non_loopback=args.allow_non_loopback
+            api,
+            host=args.host,
+            port=args.port,
+            allow_non_loopback=args.allow_non_loopback,
+            tls=tls_files.server_context() if tls_files is not None else None,
+            token=args.token,
         )
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:
+        if tls_files is not None:
+            tls_files.cleanup()
         print(f"kubesim serve: {exc}", file=sys.stderr)
         return 2
     transport.start()
     print(f"kubesim serving at {transport.url}", flush=True)
     if args.kubeconfig:
-        write_kubeconfig(args.kubeconfig, transport.url)
+        write_kubeconfig(
+            args.kubeconfig,
+            transport.url,
+            ca_pem=tls_files.ca_pem if tls_files is not None else None,
+            token=args.token,
+        )
         print(f"kubeconfig written to {args.kubeconfig}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -49,4 +71,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         transport.close()
+        if tls_files is not None:
+            tls_files.cleanup()
     return 0

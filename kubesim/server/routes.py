@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.server import discovery
+from kubesim.server import discovery, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -260,11 +260,17 @@ def _resource_request(
     query = Query(request.query)
     method = request.method
     if method == "GET":
+        table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
-            return _watch(server, target, query)
+            watch = _watch(server, target, query)
+            if table is not None and isinstance(watch.body, WatchStream):
+                return Response(200, tables.TableWatchStream(watch.body, table))
+            return watch
         if target.name is None:
-            return _list(server, target, query)
+            return _list(server, target, query, table)
         stored = server._get(target.resource, target.namespace, target.name)
+        if table is not None:
+            return Response(200, tables.object_table(server, target.resource, stored, table))
         return Response(200, stored.json())
     if method == "POST" and target.name is None:
         body = _decode_body(request)
@@ -384,7 +390,9 @@ def _selectors(server: APIServer, target: _Target, query: Query) -> tuple[Any, A
     return labels, _parse_field_selector(target.resource, field_text)
 
 
-def _list(server: APIServer, target: _Target, query: Query) -> Response:
+def _list(
+    server: APIServer, target: _Target, query: Query, table: tables.TableOptions | None = None
+) -> Response:
     rv_text = query.get("resourceVersion") or ""
     match = query.get("resourceVersionMatch") or ""
     token = query.get("continue") or ""
@@ -463,6 +471,8 @@ def _list(server: APIServer, target: _Target, query: Query) -> Response:
         limit=limit,
         start=start,
     )
+    if table is not None:
+        return Response(200, tables.list_table(server, page, table))
     return Response(200, _encode_list(page))
 
 

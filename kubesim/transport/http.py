@@ -7,12 +7,21 @@ terminating chunk, and an abrupt drop closes the socket without it.
 
 The transport never reads the clock: virtual time moves only when its owner advances the
 server (``kubesim serve`` does so from the wall clock; tests may use ``POST /kubesim/advance``).
+
+Two security options live here rather than in the server core: ``tls`` (an
+:class:`ssl.SSLContext`; the handshake runs in the connection's own thread, so a silent or
+plain-HTTP client never blocks the accept loop) and ``token`` (bearer-token authentication:
+every request without ``Authorization: Bearer <token>`` gets a 401 ``Unauthorized`` Status, as
+kube-apiserver's authentication filter answers before anything else runs).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import socket
+import ssl
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,7 +29,7 @@ from typing import Any
 from kubesim.server.apiserver import APIServer
 from kubesim.server.encoding import dumps
 from kubesim.server.routes import MAX_BODY_BYTES, Request, handle
-from kubesim.server.status import bad_request, too_large_entity
+from kubesim.server.status import bad_request, too_large_entity, unauthorized
 from kubesim.server.watch import WatchDropped, WatchStream
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
@@ -28,6 +37,8 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 _IDLE_RECHECK = 1.0
 # How often the accept loop checks for close(); the stdlib default (0.5 s) makes every close slow.
 _SHUTDOWN_POLL = 0.05
+# Hang guard for a TLS handshake (it runs in the connection's thread, never the accept loop).
+_HANDSHAKE_TIMEOUT = 10.0
 
 
 class ConditionWait:
@@ -94,7 +105,24 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _authorized(self) -> bool:
+        token = self.server.token
+        if token is None:
+            return True
+        scheme, _, credentials = self.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            credentials.strip().encode(), token.encode()
+        )
+
     def _serve(self) -> None:
+        if not self._authorized():
+            # Answered before the body is read: a request with a body leaves it unread.
+            if self.headers.get("Content-Length", "0") != "0" or self.headers.get(
+                "Transfer-Encoding"
+            ):
+                self.close_connection = True
+            self._send_status(unauthorized().status, 401)
+            return
         try:
             body = self._read_body()
         except ValueError:
@@ -157,12 +185,44 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], api: APIServer, verbose: bool) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        api: APIServer,
+        verbose: bool,
+        tls: ssl.SSLContext | None = None,
+        token: str | None = None,
+    ) -> None:
         self.api = api
         self.verbose = verbose
         self.closing = False
+        self.tls = tls
+        self.token = token
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | ssl.SSLError | TimeoutError) and not self.verbose:
+            return  # the client went away or spoke no TLS: not a server failure, no traceback
+        super().handle_error(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            request.settimeout(_HANDSHAKE_TIMEOUT)
+            connection = self.tls.wrap_socket(request, server_side=True)
+        except OSError:  # ssl.SSLError included: plain HTTP, a bad client, a silent one
+            if self.verbose:
+                self.handle_error(request, client_address)
+            return
+        try:
+            connection.settimeout(None)
+            _Handler(connection, client_address, self)
+        finally:
+            connection.close()
 
 
 class HTTPTransport:
@@ -179,6 +239,8 @@ class HTTPTransport:
         port: int = 0,
         allow_non_loopback: bool = False,
         verbose: bool = False,
+        tls: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> None:
         if host not in LOOPBACK_HOSTS and not allow_non_loopback:
             raise ValueError(
@@ -187,7 +249,9 @@ class HTTPTransport:
             )
         self.api = api
         api.wait_policy = ConditionWait()
-        self._httpd = _HTTPServer((host, port), api, verbose)
+        if token is not None and not token:
+            raise ValueError("an empty token would let every request in")
+        self._httpd = _HTTPServer((host, port), api, verbose, tls, token)
         self._thread: threading.Thread | None = None
 
     @property
@@ -201,7 +265,9 @@ class HTTPTransport:
     @property
     def url(self) -> str:
         host = self.host
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        scheme = "https" if self._httpd.tls is not None else "http"
+        netloc = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+        return f"{scheme}://{netloc}"
 
     def start(self) -> HTTPTransport:
         self._thread = threading.Thread(
@@ -232,15 +298,32 @@ class HTTPTransport:
         self.close()
 
 
-def write_kubeconfig(path: str, url: str, *, namespace: str = "default") -> None:
-    """A kubeconfig with one cluster, user and context named ``kubesim``."""
-    import json
+def write_kubeconfig(
+    path: str,
+    url: str,
+    *,
+    namespace: str = "default",
+    ca_pem: bytes | None = None,
+    token: str | None = None,
+) -> None:
+    """A kubeconfig with one cluster, user and context named ``kubesim``.
 
+    ``ca_pem`` goes in as ``certificate-authority-data`` and ``token`` as the user's bearer
+    token; the file is then readable by its owner only.
+    """
+    import base64
+    import json
+    import os
+
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode("ascii")
+    user: dict[str, Any] = {} if token is None else {"token": token}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
-        "users": [{"name": "kubesim", "user": {}}],
+        "clusters": [{"name": "kubesim", "cluster": cluster}],
+        "users": [{"name": "kubesim", "user": user}],
         "contexts": [
             {
                 "name": "kubesim",
@@ -251,5 +334,7 @@ def write_kubeconfig(path: str, url: str, *, namespace: str = "default") -> None
         "preferences": {},
     }
     with open(path, "w", encoding="utf-8") as handle_:
+        if token is not None:
+            os.chmod(path, 0o600)
         json.dump(config, handle_, indent=2)
         handle_.write("\n")

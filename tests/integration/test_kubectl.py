@@ -12,8 +12,9 @@ What each command sends is in docs/reference ``clients-measured.md`` section 2.2
 ``k8s-wire.md`` section 4.1. ``apply`` runs with ``--validate=false``: kubesim serves no OpenAPI
 documents, and kubectl's default validation needs them.
 
-Without a server-side Table, kubectl prints ``NAME AGE`` with an AGE computed from the wall
-clock, so assertions look at names and labels only.
+kubesim answers kubectl's ``Accept: ...;as=Table;...`` with a server-side Table (pods: NAME READY
+STATUS RESTARTS AGE), so kubectl prints the server's cells. AGE follows the server's virtual
+clock, which ``kubesim serve`` advances from the wall clock: assertions check its shape only.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -361,7 +363,8 @@ def test_get_pods_watch_prints_changes_and_exits_0_when_the_server_ends_the_watc
             process.wait()
     text = output.read_text()
     assert returncode == 0, f"stdout: {text}\nstderr: {errors.read_text()}"
-    assert text.splitlines()[0].split()[0] == "NAME"
+    assert text.splitlines()[0].split() == POD_HEADER, text
+    assert all(_is_pod_row(line.split()) for line in text.splitlines()[1:]), text
     # list row, then ADDED for "during" and MODIFIED for "before", each once.
     assert [line.split()[0] for line in text.splitlines()[1:]] == ["before", "during", "before"]
 
@@ -414,3 +417,53 @@ def test_delete_pod_removes_it_so_a_later_get_is_404(kubectl: Kubectl, api: Api)
     assert status == 404
     assert body["reason"] == "NotFound"
     assert api.get_pod(namespace, "bystander")[0] == 200
+
+
+POD_HEADER = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+_AGE = re.compile(r"^(\d+[smhdy])+$")
+
+
+def _is_pod_row(cells: list[str]) -> bool:
+    """A server-side pod row: five cells, READY as n/m, an integer RESTARTS, a kubectl AGE."""
+    return (
+        len(cells) == 5
+        and re.fullmatch(r"\d+/\d+", cells[1]) is not None
+        and cells[3].isdigit()
+        and _AGE.match(cells[4]) is not None
+    )
+
+
+def test_get_pods_prints_the_server_table_header_and_a_row_per_pod_from_its_status(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"table-{kubectl.tag}")
+    api.create_pod(namespace, "pending")
+    api.create_pod(namespace, "running")
+    api.ok(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/running/status",
+        {
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [
+                    {
+                        "name": "main",
+                        "ready": True,
+                        "restartCount": 3,
+                        "image": "nginx:1.25",
+                        "imageID": "",
+                        "state": {"running": {"startedAt": "2024-01-01T00:00:00Z"}},
+                    }
+                ],
+            }
+        },
+        content_type="application/merge-patch+json",
+    )
+    lines = kubectl.ok("get", "pods", "-n", namespace).splitlines()
+    assert lines[0].split() == POD_HEADER, lines
+    rows = [line.split() for line in lines[1:]]
+    assert all(_is_pod_row(cells) for cells in rows), lines
+    assert [cells[:4] for cells in rows] == [
+        ["pending", "0/1", "Pending", "0"],
+        ["running", "1/1", "Running", "3"],
+    ]

@@ -75,6 +75,12 @@ def test_an_abrupt_drop_leaks_the_same_way_as_a_clean_expiry() -> None:
     assert report.grows
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="CPython 3.10's object free lists carry state from one run to the next in a process, "
+    "so which allocations tracemalloc sees shifts by a few hundred bytes; across processes the "
+    "figures are exact on every version (the test below)",
+)
 def test_the_same_seed_gives_the_same_trace_and_memory_figures_in_one_process(before) -> None:
     again = run_watch_restarts(
         kubearmor.before_pr1553,
