@@ -25,6 +25,10 @@ from kubesim.sim.simulation import (
     StoreCrashed,
 )
 from kubesim.transport.http import HTTPTransport
+from kubesim.transport.kubernetes_asyncio_client import (
+    kubernetes_asyncio_client,
+    patch_kubernetes_asyncio,
+)
 from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
 
 __version__ = "0.1.0"
@@ -49,7 +53,9 @@ __all__ = [
     "__version__",
     "check_memory_bounded",
     "custom_resource",
+    "kubernetes_asyncio_client",
     "kubernetes_client",
     "patch_kubernetes",
+    "patch_kubernetes_asyncio",
     "run_watch_restarts",
 ]

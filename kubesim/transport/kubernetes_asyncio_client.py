@@ -1,0 +1,446 @@
+"""In-process transport for ``kubernetes_asyncio``: no sockets, same wire, virtual-time waits.
+
+``kubernetes_asyncio`` builds every request itself (URL, query, JSON body, patch content type)
+in ``RESTClientObject.request`` and hands it to ``rest_client.pool_manager.request(method=...,
+url=..., headers=..., timeout=aiohttp.ClientTimeout, data=str | bytes)``, an
+``aiohttp.ClientSession``. :class:`FakeSession` stands in for that session and maps each request
+onto :func:`kubesim.server.routes.handle`. Its :class:`FakeResponse` has the part of
+``aiohttp.ClientResponse`` the client touches: ``status``, ``reason``, ``headers`` (case
+insensitive), ``await read()/text()/json()``, ``release()``, ``close()``, and ``content``, a
+:class:`FakeStreamReader` with ``readline()`` (what ``kubernetes_asyncio.watch.Watch`` reads),
+``readany()``, ``read()`` and line iteration.
+
+Waiting. A watch read that finds nothing ready awaits a future on the running loop; the
+session registers one listener in ``server.change_listeners`` that resolves those futures
+after every write, watch end, bookmark and fault. The server's own timers (watch timeouts,
+bookmarks) live on ``server.clock``: run the program with
+``kubesim.sched.aio.run(main, seed=..., clock=server.clock)`` and the loop jumps virtual time
+to them whenever every task waits, so an hour of watching with expiries takes milliseconds of
+wall time and the same seed gives the same events and the same ``server.trace``. Under a
+stock asyncio loop nothing moves virtual time: call ``server.advance(...)`` yourself.
+A listener called from another thread wakes the loop through ``call_soon_threadsafe``.
+
+Client timeouts are honoured on the loop's clock: ``_request_timeout=(connect, read)`` raises
+``aiohttp.SocketTimeoutError`` (an ``asyncio.TimeoutError``, which ``Watch`` treats as "reconnect"
+when no ``timeout_seconds`` was given) after ``read`` seconds with no data, and a numeric
+``_request_timeout`` raises ``asyncio.TimeoutError`` once the total has passed.
+
+Ends of a watch, as the client sees them:
+
+- clean end (server timeout, ``server.expire_watches()``): ``readline()`` returns ``b""``;
+  ``Watch`` stops iterating when ``timeout_seconds`` was given, else re-watches from its last RV.
+- abrupt drop (``server.drop_watches()``): ``readline()`` raises
+  ``aiohttp.ClientPayloadError("Response payload is not completed")``, what aiohttp raises for
+  a chunked body cut without its terminating chunk. ``Watch`` does not catch it: it closes
+  itself and the error reaches the caller's ``async for``.
+
+Usage::
+
+    server = kubesim.APIServer(seed=1)
+
+    async def main() -> None:
+        async with kubernetes_asyncio_client(server) as api:
+            v1 = kubernetes_asyncio.client.CoreV1Api(api)
+            async with kubernetes_asyncio.watch.Watch() as w:
+                async for event in w.stream(v1.list_namespaced_pod, "default",
+                                            timeout_seconds=60):
+                    ...
+
+    kubesim.sched.aio.run(main, seed=1, clock=server.clock)
+
+Close the client (``async with``, or ``await api.close()``): that unregisters the listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import json
+import threading
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from kubesim.server.apiserver import APIServer
+from kubesim.server.routes import Request, handle
+from kubesim.server.watch import WatchDropped, WatchStream
+
+DEFAULT_HOST = "http://kubesim.invalid"
+
+
+def _require_kubernetes_asyncio() -> Any:
+    try:
+        import kubernetes_asyncio
+        import kubernetes_asyncio.client
+        import kubernetes_asyncio.client.rest
+    except ImportError as exc:
+        raise ImportError(
+            "kubesim's in-process transport for kubernetes_asyncio needs the 'kubernetes_asyncio' "
+            "package: pip install 'kubesim[asyncio]'"
+        ) from exc
+    return kubernetes_asyncio
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _Wakeups:
+    """Futures of watch reads waiting for the server to change; one server listener for all."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._registered = False
+
+    def register(self) -> None:
+        with self.server.lock:
+            if not self._registered:
+                self.server.change_listeners.append(self.notify)
+                self._registered = True
+
+    def unregister(self) -> None:
+        with self.server.lock:
+            if self._registered:
+                self.server.change_listeners.remove(self.notify)
+                self._registered = False
+
+    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        with self._lock:
+            self._waiters.append((loop, future))
+
+    def discard(self, future: asyncio.Future[None]) -> None:
+        with self._lock:
+            self._waiters = [(lp, f) for lp, f in self._waiters if f is not future]
+
+    def notify(self) -> None:
+        """The server changed (called with its lock held, from any thread)."""
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        current = _running_loop()
+        for loop, future in waiters:
+            if loop is current:
+                _resolve(future)
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(_resolve, future)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class FakeStreamReader:
+    """The subset of ``aiohttp.StreamReader`` read by watch consumers."""
+
+    def __init__(self, response: FakeResponse) -> None:
+        self._response = response
+        self._buffer = bytearray()
+        self._eof = False
+
+    def at_eof(self) -> bool:
+        return self._eof and not self._buffer
+
+    async def _fill(self) -> None:
+        """Append at least one chunk to the buffer, or reach the end."""
+        body = self._response._body
+        if not isinstance(body, WatchStream):
+            if not self._eof:
+                self._buffer += body
+                self._eof = True
+            return
+        while not self._eof:
+            chunk = self._poll(body)
+            if chunk is None:
+                await self._response._wait_for_change(body)
+                continue
+            if chunk:
+                self._buffer += chunk
+            else:
+                self._eof = True
+            return
+
+    def _poll(self, body: WatchStream) -> bytes | None:
+        import aiohttp
+
+        try:
+            return body.poll()
+        except WatchDropped as exc:
+            self._eof = True
+            raise aiohttp.ClientPayloadError("Response payload is not completed") from exc
+
+    async def readline(self) -> bytes:
+        """One line with its ``\\n``; the unterminated rest at the end; ``b""`` after the end."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[: newline + 1])
+                del self._buffer[: newline + 1]
+                return line
+            if self._eof:
+                rest = bytes(self._buffer)
+                self._buffer.clear()
+                return rest
+            await self._fill()
+
+    async def readany(self) -> bytes:
+        if not self._buffer and not self._eof:
+            await self._fill()
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return data
+
+    async def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            while not self._eof:
+                await self._fill()
+            data = bytes(self._buffer)
+            self._buffer.clear()
+            return data
+        if not self._buffer and not self._eof:
+            await self._fill()
+        data = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return data
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[bytes]:
+        while True:
+            line = await self.readline()
+            if not line:
+                return
+            yield line
+
+    async def iter_any(self) -> AsyncIterator[bytes]:
+        while True:
+            data = await self.readany()
+            if not data:
+                return
+            yield data
+
+
+class FakeResponse:
+    """The subset of ``aiohttp.ClientResponse`` that ``kubernetes_asyncio`` touches."""
+
+    def __init__(
+        self,
+        session: FakeSession,
+        method: str,
+        url: str,
+        status: int,
+        content_type: str,
+        body: bytes | WatchStream,
+        *,
+        read_timeout: float | None,
+        deadline: float | None,
+    ) -> None:
+        from multidict import CIMultiDict, CIMultiDictProxy
+
+        self._session = session
+        self.method = method
+        self.url = url
+        self.status = status
+        try:
+            self.reason = http.HTTPStatus(status).phrase
+        except ValueError:
+            self.reason = ""
+        self.headers = CIMultiDictProxy(CIMultiDict({"Content-Type": content_type}))
+        self.content_type = content_type.split(";")[0].strip()
+        self._body = body
+        self._read_timeout = read_timeout
+        self._deadline = deadline
+        self.closed = False
+        self.content = FakeStreamReader(self)
+
+    async def _wait_for_change(self, stream: WatchStream) -> None:
+        """Return once the server changed (or might have); honour the client timeouts."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        wakeups = self._session._wakeups
+        wakeups.add(loop, future)
+        try:
+            if stream.ready():  # changed between the poll and the registration
+                return
+            timeout = self._read_timeout
+            total_left = None if self._deadline is None else self._deadline - loop.time()
+            if total_left is not None and (timeout is None or total_left < timeout):
+                timeout = max(total_left, 0.0)
+            if timeout is None:
+                await future
+                return
+            try:
+                await asyncio.wait_for(future, timeout)
+            except asyncio.TimeoutError:
+                import aiohttp
+
+                if total_left is not None and timeout >= total_left:
+                    raise
+                error = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
+                raise error("Timeout on reading data from socket") from None
+        finally:
+            wakeups.discard(future)
+
+    async def read(self) -> bytes:
+        return await self.content.read()
+
+    async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
+        return (await self.read()).decode(encoding or "utf-8", errors)
+
+    async def json(self, *, loads: Any = json.loads, **_: Any) -> Any:
+        return loads(await self.text())
+
+    def release(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+        if isinstance(self._body, WatchStream):
+            self._body.close()
+
+    def raise_for_status(self) -> None:
+        if self.status >= 400:
+            import aiohttp
+
+            raise aiohttp.ClientResponseError(
+                None,  # type: ignore[arg-type]  # no RequestInfo in-process
+                (),
+                status=self.status,
+                message=self.reason,
+            )
+
+    async def __aenter__(self) -> FakeResponse:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+class FakeSession:
+    """Stands in for the ``aiohttp.ClientSession`` in ``RESTClientObject.pool_manager``."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+        self._wakeups = _Wakeups(server)
+        self._wakeups.register()
+        self.closed = False
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Any = None,
+        data: Any = None,
+        timeout: Any = None,
+        **_: Any,
+    ) -> FakeResponse:
+        if self.closed:
+            raise RuntimeError("Session is closed")
+        if data is None:
+            payload = b""
+        elif isinstance(data, bytes):
+            payload = data
+        elif isinstance(data, str):
+            payload = data.encode()
+        else:
+            raise TypeError(
+                f"kubesim's in-process session cannot send a {type(data).__name__} body"
+            )
+        parts = urllib.parse.urlsplit(url)
+        request = Request(
+            method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload
+        )
+        read_timeout = getattr(timeout, "sock_read", None)
+        total = getattr(timeout, "total", None)
+        deadline = None if total is None else asyncio.get_running_loop().time() + total
+        response = handle(self.server, request)
+        return FakeResponse(
+            self,
+            method.upper(),
+            url,
+            response.status,
+            response.content_type,
+            response.body,
+            read_timeout=read_timeout,
+            deadline=deadline,
+        )
+
+    async def close(self) -> None:
+        self.closed = True
+        self._wakeups.unregister()
+
+
+class _AiohttpShim:
+    """Stands in for the ``aiohttp`` module inside ``kubernetes_asyncio.client.rest``.
+
+    ``RESTClientObject.__init__`` builds its session with ``aiohttp.ClientSession(...)``; the shim
+    hands it a :class:`FakeSession` instead (and no connector), so no real session exists to be
+    left unclosed. Everything else (``ClientTimeout``, ``FormData``) is the real module's.
+    """
+
+    def __init__(self, server: APIServer, real: Any) -> None:
+        self._server = server
+        self._real = real
+
+    def TCPConnector(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def ClientSession(self, *args: Any, **kwargs: Any) -> FakeSession:
+        return FakeSession(self._server)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def _sessions_from(server: APIServer) -> Iterator[None]:
+    rest = _require_kubernetes_asyncio().client.rest
+    real = rest.aiohttp
+    if isinstance(real, _AiohttpShim):
+        real = real._real
+    rest.aiohttp = _AiohttpShim(server, real)
+    try:
+        yield
+    finally:
+        rest.aiohttp = real
+
+
+def kubernetes_asyncio_client(server: APIServer, *, host: str = DEFAULT_HOST) -> Any:
+    """A ``kubernetes_asyncio.client.ApiClient`` whose every request goes to ``server``.
+
+    ``CoreV1Api(client)``, ``kubernetes_asyncio.watch.Watch().stream(...)`` and
+    ``_preload_content=False`` responses work; no socket is opened and no aiohttp session is
+    created. May be called with or without a running loop. Close it (``async with`` or
+    ``await client.close()``) to unregister it from ``server.change_listeners``.
+    """
+    kubernetes_asyncio = _require_kubernetes_asyncio()
+    configuration = kubernetes_asyncio.client.Configuration(host=host)
+    with _sessions_from(server):
+        return kubernetes_asyncio.client.ApiClient(configuration)
+
+
+@contextlib.contextmanager
+def patch_kubernetes_asyncio(server: APIServer) -> Iterator[None]:
+    """Route every ``kubernetes_asyncio`` ``ApiClient`` created inside the block to ``server``.
+
+    For code that builds its own clients (``ApiClient()`` with no argument). Process-wide and
+    not thread-safe: it swaps the ``aiohttp`` name inside ``kubernetes_asyncio.client.rest``.
+    """
+    with _sessions_from(server):
+        yield
+
+
+__all__ = [
+    "FakeResponse",
+    "FakeSession",
+    "FakeStreamReader",
+    "kubernetes_asyncio_client",
+    "patch_kubernetes_asyncio",
+]
