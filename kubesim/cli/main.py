@@ -187,15 +187,13 @@ def cmd_restarts(args: argparse.Namespace) -> int:
         print(f"\n== {spec}")
         print(f"{'restart':>7} {'retained bytes':>15} {'growth':>12}  sizes")
 
-        def show(done: RestartRound, _base: list[int] = []) -> None:  # noqa: B006 - per-store
-            if not _base:
-                _base.append(done.retained_bytes)
+        shown: list[RestartRound] = []
+
+        def show(done: RestartRound, shown: list[RestartRound] = shown) -> None:
+            shown.append(done)
+            growth = done.retained_bytes - shown[0].retained_bytes
             sizes = " ".join(f"{k}={v}" for k, v in sorted(done.sizes.items()))
-            print(
-                f"{done.round:>7} {done.retained_bytes:>15,} "
-                f"{done.retained_bytes - _base[0]:>+12,}  {sizes}",
-                flush=True,
-            )
+            print(f"{done.round:>7} {done.retained_bytes:>15,} {growth:>+12,}  {sizes}", flush=True)
 
         report = run_watch_restarts(
             factory,

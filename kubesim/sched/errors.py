@@ -16,7 +16,13 @@ class Livelock(ScheduleFailure):
 
 
 class ThreadCrashed(ScheduleFailure):
-    """A controlled thread raised; ``__cause__`` is the original exception."""
+    """A controlled thread raised; ``original`` (also ``__cause__``) is what it raised."""
+
+    def __init__(self, message: str, *, thread_name: str, original: BaseException) -> None:
+        super().__init__(message)
+        self.thread_name = thread_name
+        self.original = original
+        self.__cause__ = original
 
 
 class UncontrolledThread(ScheduleFailure):

@@ -604,11 +604,11 @@ class _RealFlag:
 
 def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    crashed = ThreadCrashed(f"thread {ct.name!r} raised {type(exc).__name__}: {exc}\n{text}")
-    crashed.__cause__ = exc
-    crashed.thread_name = ct.name  # type: ignore[attr-defined]
-    crashed.original = exc  # type: ignore[attr-defined]
-    return crashed
+    return ThreadCrashed(
+        f"thread {ct.name!r} raised {type(exc).__name__}: {exc}\n{text}",
+        thread_name=ct.name,
+        original=exc,
+    )
 
 
 def patches_original_thread() -> type[threading.Thread]:
