@@ -52,6 +52,11 @@ DEFAULT_HANDOFF_TIMEOUT = 120.0
 
 _active: Scheduler | None = None
 
+# Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is
+# ignored; set from a "line" event it takes effect (3.13.0). Lines then stay on as points too.
+# 3.12.1 ignores it even then, so there opcode granularity degrades to lines.
+_OPCODES_FROM_LINE_EVENT = sys.version_info >= (3, 12)
+
 
 def active() -> Scheduler | None:
     """The scheduler of the run in progress, if any."""
@@ -360,13 +365,15 @@ class Scheduler:
             traced = self._traced_code[code] = code.co_filename.startswith(self.traced)
         if not traced:
             return None
-        if self.opcodes:
+        if self.opcodes and not _OPCODES_FROM_LINE_EVENT:
             frame.f_trace_opcodes = True
             frame.f_trace_lines = False
         return self._local_trace
 
     def _local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "opcode" or event == "line":
+            if _OPCODES_FROM_LINE_EVENT and self.opcodes and not frame.f_trace_opcodes:
+                frame.f_trace_opcodes = True
             self.point()
         return self._local_trace
 

@@ -237,6 +237,7 @@ def test_a_client_read_timeout_fires_on_virtual_time(server: APIServer) -> None:
 
     if "sock_read" not in inspect.getsource(rest):
         pytest.skip("this kubernetes_asyncio sets no read timeout from (connect, read) pairs")
+
     async def main(v1: client.CoreV1Api) -> float:
         loop = asyncio.get_running_loop()
         response = await v1.list_namespaced_pod(
