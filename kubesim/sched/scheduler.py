@@ -54,8 +54,10 @@ _active: Scheduler | None = None
 
 # Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is
 # ignored; set from a "line" event it takes effect (3.13.0). Lines then stay on as points too.
-# 3.12.1 ignores it even then, so there opcode granularity degrades to lines.
 _OPCODES_FROM_LINE_EVENT = sys.version_info >= (3, 12)
+# On 3.12 (3.12.1 checked) setting f_trace_opcodes from a trace function is ignored and, in long
+# runs, crashed the interpreter (a segfault in the opcode-tracing path): only line points there.
+_OPCODES_UNSUPPORTED = sys.version_info[:2] == (3, 12)
 
 
 def active() -> Scheduler | None:
@@ -193,7 +195,7 @@ class Scheduler:
         self.clock = clock if clock is not None else VirtualClock()
         self.trace = trace if trace is not None else Trace()
         self.traced = _resolve_traced(traced)
-        self.opcodes = granularity == "opcode"
+        self.opcodes = granularity == "opcode" and not _OPCODES_UNSUPPORTED
         self.max_steps = max_steps
         self.max_time = max_time
         self.handoff_timeout = handoff_timeout
