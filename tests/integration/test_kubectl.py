@@ -22,12 +22,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess
-import sys
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -36,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_process import serve
 
 pytestmark = pytest.mark.kubectl
 
@@ -135,7 +133,6 @@ def pod_manifest(name: str, labels: dict[str, str] | None = None) -> dict[str, A
 class Served:
     api: Api
     kubeconfig: Path
-    process: subprocess.Popen[str]
 
 
 @pytest.fixture(scope="module")
@@ -143,59 +140,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``kubesim serve --port 0 --kubeconfig ...`` on loopback, for the whole module."""
     workdir = tmp_path_factory.mktemp("kubesim-serve")
     kubeconfig = workdir / "kubeconfig"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    stderr = (workdir / "serve.stderr").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim.cli.main",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--seed",
-            "1",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-
-    pumper = threading.Thread(target=pump, name="kubesim-serve-stdout", daemon=True)
-    pumper.start()
-    try:
-        try:
-            first = lines.get(timeout=SERVER_START_TIMEOUT)
-            written = lines.get(timeout=SERVER_START_TIMEOUT)
-        except queue.Empty:
-            pytest.fail(f"kubesim serve did not start: {(workdir / 'serve.stderr').read_text()}")
+    args = ("--host", "127.0.0.1", "--kubeconfig", str(kubeconfig))
+    with serve(workdir, *args, banner_lines=2, timeout=SERVER_START_TIMEOUT) as banner:
+        first, written = banner
         assert first.startswith("kubesim serving at http://127.0.0.1:"), first
         assert written.startswith("kubeconfig written to"), written
-        yield Served(Api(first.split()[-1]), kubeconfig, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        pumper.join(10)  # the pipe reaches EOF once the server has exited
-        assert process.stdout is not None
-        process.stdout.close()
-        stderr.close()
+        yield Served(Api(first.split()[-1]), kubeconfig)
 
 
 @pytest.fixture

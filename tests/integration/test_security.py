@@ -12,13 +12,10 @@ import base64
 import http.client
 import json
 import os
-import queue
 import shutil
 import socket
 import ssl
 import subprocess
-import sys
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_process import serve
 
 from kubesim.cli.main import main
 from kubesim.server.apiserver import APIServer
@@ -85,47 +83,9 @@ class Secured:
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     workdir = tmp_path_factory.mktemp("kubesim-secure")
     kubeconfig = workdir / "kubeconfig"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    stderr = (workdir / "serve.stderr").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim.cli.main",
-            "serve",
-            "--port",
-            "0",
-            "--tls",
-            "--token",
-            TOKEN,
-            "--kubeconfig",
-            str(kubeconfig),
-            "--seed",
-            "1",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line)
-
-    pumper = threading.Thread(target=pump, name="kubesim-secure-stdout", daemon=True)
-    pumper.start()
-    try:
-        try:
-            first = lines.get(timeout=HANG_GUARD)
-            written = lines.get(timeout=HANG_GUARD)
-        except queue.Empty:
-            pytest.fail(f"kubesim serve did not start: {(workdir / 'serve.stderr').read_text()}")
+    args = ("--tls", "--token", TOKEN, "--kubeconfig", str(kubeconfig))
+    with serve(workdir, *args, banner_lines=2, timeout=HANG_GUARD) as banner:
+        first, written = banner
         assert first.startswith("kubesim serving at https://127.0.0.1:"), first
         assert written.startswith("kubeconfig written to"), written
         url = first.split()[-1]
@@ -135,19 +95,6 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         config = json.loads(kubeconfig.read_text())
         ca_pem = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
         yield Secured(url, parts.hostname, parts.port, kubeconfig, ca_pem)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        pumper.join(10)
-        assert process.stdout is not None
-        process.stdout.close()
-        stderr.close()
-    errors = (workdir / "serve.stderr").read_text()
-    assert "Traceback" not in errors, errors
 
 
 # -- authentication ----------------------------------------------------------------------------
