@@ -147,6 +147,11 @@ class Watcher:
             # apiserver cache_watcher.go: "Forcing watcher close due to unresponsiveness".
             self.end(WatchEnd.CLOSED)
 
+    @property
+    def backlog(self) -> int:
+        """Events queued and not yet read by the client."""
+        return len(self._queue)
+
     def bookmark(self, rv: int) -> None:
         if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
             return
