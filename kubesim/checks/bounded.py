@@ -36,8 +36,9 @@ def check_bounded(
     live = len(rounds[-1].server)
     details: list[str] = []
     if len(lives) == 1:
-        for name in sorted(set().union(*(r.sizes for r in rounds))):
-            values = [r.sizes.get(name) for r in rounds]
+        tails = rounds[1:]  # the quiesce round re-synced the store: the baseline is after it
+        for name in sorted(set().union(*(r.sizes for r in tails))):
+            values = [r.sizes.get(name) for r in tails]
             if len(set(values)) > 1:
                 shown = " -> ".join("-" if v is None else f"{v:,}" for v in values)
                 details.append(
