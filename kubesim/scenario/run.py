@@ -38,6 +38,12 @@ from kubesim.server.apiserver import APIServer
 from kubesim.workload.pods import make_pod
 
 StoreFactory = Callable[[Any], Any]
+
+
+class StoreStoppedWatching(RuntimeError):
+    """The store's ``run()`` returned: it no longer keeps its cache fed."""
+
+
 HOOKS = ("view", "read", "sizes", "workers", "effects", "stop")
 
 
@@ -164,8 +170,17 @@ class ScenarioRun:
             self._round += 1
             line = step.apply(self)
             self.lines.append(line)
-            self.sim.settle()
+            self.settle()
             self.observe(line, "step")
+
+    def settle(self) -> None:
+        self.sim.settle()
+        if self.sim.store_finished:
+            raise StoreStoppedWatching(
+                f"the store's run() returned at round {self._round} after "
+                f"{self.server.request_count} requests: a store must keep its cache fed until "
+                "kubesim stops it (a list-once store is not watching)"
+            )
 
     def quiesce(self) -> None:
         server = self.server
@@ -175,7 +190,7 @@ class ScenarioRun:
         server.compact()
         server.expire_watches()
         self._round += 1
-        self.sim.settle()
+        self.settle()
         # A store that backs off after an error may be sleeping: let its timers run.
         self.sim.advance(60)
         self.observe("quiesce: faults cleared, history compacted, watches expired", "quiesce")
@@ -189,7 +204,7 @@ class ScenarioRun:
                 )
             server.expire_watches()
             self._round += 1
-            self.sim.settle()
+            self.settle()
             self.sim.advance(60)
             self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
 
@@ -224,3 +239,85 @@ def _entries(result: Any) -> dict[str, Observed]:
             namespace, name = metadata.namespace or "", metadata.name or ""
         entries[object_key((namespace, name))] = observe(item)
     return entries
+
+
+@dataclass
+class ScenarioResult:
+    """A run's recording, the steps as they resolved, and the verdicts."""
+
+    steps: list[Step]
+    lines: list[str]
+    recording: Recording
+    seed: int | str
+    schedule: tuple[int, ...]
+
+    @property
+    def trace_hash(self) -> str:
+        return self.recording.trace_hash
+
+
+def hooks_of(store: Any) -> frozenset[str]:
+    """Which optional hooks of the store contract this store has."""
+    return frozenset(name for name in HOOKS if callable(getattr(store, name, None)))
+
+
+def run_scenario(
+    factory: StoreFactory,
+    steps: Sequence[Step],
+    *,
+    seed: int | str = 0,
+    setup: Setup | None = None,
+    schedule: Sequence[int] = (),
+    traced: Sequence[Any] = (),
+) -> ScenarioResult:
+    """Run ``steps`` against the store ``factory`` builds; record every quiescent point.
+
+    ``schedule``: preemption points for the store's threads (the scheduler switches to the
+    next runnable thread at exactly these scheduling points), drawn and shrunk by Hypothesis
+    in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
+    The run's own failures (the store crashed, deadlocked, spun) are recorded, not raised.
+    """
+    from kubesim.sched.errors import ScheduleFailure
+    from kubesim.sim.simulation import (
+        Simulation,
+        StoreBlockedOutsideSimulation,
+        StoreCrashed,
+    )
+
+    setup = setup if setup is not None else Setup()
+    import inspect
+
+    options = _schedule_options(schedule, traced)
+    if "strategy" not in inspect.signature(Simulation).parameters:  # TEMP until simhost lands
+        options = {}
+    sim = Simulation(seed=seed, **options)
+    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim)
+    recording = run.recording
+    try:
+        run.populate()
+        run._start_store()
+        recording.hooks = hooks_of(run.store)
+        run.observe("setup", "setup")
+        run.apply(steps)
+        run.quiesce()
+    except (
+        StoreCrashed,
+        StoreBlockedOutsideSimulation,
+        StoreStoppedWatching,
+        ScheduleFailure,
+    ) as failure:
+        # The store's own failure is a finding: recorded for the oracles, not raised. Anything
+        # else (a bug in kubesim, a bad step) propagates as a harness error.
+        recording.failure = failure
+    finally:
+        sim.stop()
+        recording.trace_hash = sim.trace.hexdigest()
+    return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def _schedule_options(schedule: Sequence[int], traced: Sequence[Any]) -> dict[str, Any]:
+    if not schedule and not traced:
+        return {}
+    from kubesim.sched.strategies import Preemptions
+
+    return {"strategy": Preemptions(list(schedule)), "traced": tuple(traced)}
