@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 
@@ -95,5 +96,33 @@ def spin_scenario() -> None:
             pass
 
     t = threading.Thread(target=spin, name="spinner")
+    t.start()
+    t.join()
+
+
+def lost_update_scenario() -> None:
+    """Two unnamed threads each add one to a shared count: ``d["n"] += 1`` is a read, an add and
+    a store, so a preemption between the read and the store loses an update."""
+    counts = {"n": 0}
+
+    def bump() -> None:
+        counts["n"] += 1
+
+    threads = [threading.Thread(target=bump) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counts["n"] == 2, f"lost update: 2 threads added 1 each, the count is {counts['n']}"
+
+
+def ticking_forever_scenario() -> None:
+    """A thread that sleeps in a loop forever: only a virtual-time bound (max_time) ends it."""
+
+    def tick() -> None:
+        while True:
+            time.sleep(1)
+
+    t = threading.Thread(target=tick, name="ticker")
     t.start()
     t.join()
