@@ -57,8 +57,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--granularity", choices=("opcode", "line"), default="opcode")
     parser.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N")
-    parser.add_argument("--max-time", type=float, default=None, metavar="SECONDS")
+    parser.add_argument("--max-time", type=_number, default=None, metavar="SECONDS")
     return parser
+
+
+def _number(text: str) -> int | float:
+    """An int when the text is one: ``max_time=30`` and ``30.0`` read differently in the
+    failure message, which is in the trace, so a replay passes the number as it was given."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 class _Usage(Exception):

@@ -252,16 +252,21 @@ def parse_strategy(text: str) -> Strategy:
     ``name=``). Nothing is evaluated. Raises :class:`InvalidStrategy` saying what was wrong.
     """
     try:
+        return _parse(text)
+    except InvalidStrategy as exc:
+        raise InvalidStrategy(f"strategy={text!r}: {exc}") from None
+
+
+def _parse(text: str) -> Strategy:
+    try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError:
-        raise InvalidStrategy(f"expected {_EXPECTED}, got strategy={text!r}") from None
+        raise InvalidStrategy(f"expected {_EXPECTED}") from None
     if not isinstance(tree, ast.Call):
-        raise InvalidStrategy(f"expected {_EXPECTED}, got strategy={text!r}")
+        raise InvalidStrategy(f"expected {_EXPECTED}")
     func = ast.unparse(tree.func).removeprefix("kubesim.sched.")
     if func not in _PARAMETERS:
-        raise InvalidStrategy(
-            f"unknown strategy {func!r} in strategy={text!r}; expected {_EXPECTED}"
-        )
+        raise InvalidStrategy(f"unknown strategy {func!r}; expected {_EXPECTED}")
     build, names = _PARAMETERS[func]
     if len(tree.args) > len(names):
         raise InvalidStrategy(f"{func} takes at most {len(names)} arguments ({', '.join(names)})")
@@ -270,11 +275,9 @@ def parse_strategy(text: str) -> Strategy:
     given += [(kw.arg or "**", kw.value) for kw in tree.keywords]
     for key, node in given:
         if key not in names:
-            raise InvalidStrategy(
-                f"{func} has no argument {key!r}; it takes {', '.join(names)}"
-            )
+            raise InvalidStrategy(f"{func} has no argument {key!r}; it takes {', '.join(names)}")
         if key in kwargs:
-            raise InvalidStrategy(f"{func} got argument {key!r} twice in strategy={text!r}")
+            raise InvalidStrategy(f"{func} got argument {key!r} twice")
         try:
             value = ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError):
@@ -288,4 +291,4 @@ def parse_strategy(text: str) -> Strategy:
     try:
         return build(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise InvalidStrategy(f"strategy={text!r}: {exc}") from None
+        raise InvalidStrategy(str(exc)) from None

@@ -126,3 +126,20 @@ def ticking_forever_scenario() -> None:
     t = threading.Thread(target=tick, name="ticker")
     t.start()
     t.join()
+
+
+def check_then_act_scenario() -> None:
+    """Two unnamed threads claim a job: each checks that nobody has, then claims it. A
+    preemption between the check and the claim lets both claim; the message names them."""
+    claimed: list[str] = []
+
+    def claim() -> None:
+        if not claimed:
+            claimed.append(threading.current_thread().name)
+
+    threads = [threading.Thread(target=claim) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == 1, f"claimed twice, by {claimed}"
