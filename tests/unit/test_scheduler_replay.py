@@ -25,7 +25,6 @@ from kubesim.sched import (
     explore,
     parse_strategy,
 )
-from kubesim.sched import scheduler as sched
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -198,6 +197,3 @@ def test_strategy_text_that_is_not_a_strategy_is_refused_by_name(text: str) -> N
     with pytest.raises(InvalidStrategy, match=re.escape(text[:4])):
         parse_strategy(text)
 
-
-def test_the_default_granularity_matches_the_scheduler_default() -> None:
-    assert sched.Scheduler.__init__.__kwdefaults__["granularity"] == "opcode"
