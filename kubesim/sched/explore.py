@@ -179,13 +179,13 @@ def explore(
             else portfolio(SeededChoices(sub_seed, name="portfolio"), steps=estimate or 1000)
         )
         counts[chosen.name] = counts.get(chosen.name, 0) + 1
-        options: dict[str, Any] = dict(
-            seed=sub_seed,
-            traced=traced,
-            granularity=granularity,
-            max_steps=max_steps,
-            max_time=max_time,
-        )
+        options: dict[str, Any] = {
+            "seed": sub_seed,
+            "traced": traced,
+            "granularity": granularity,
+            "max_steps": max_steps,
+            "max_time": max_time,
+        }
         result = _run(scenario, strategy=_fresh(chosen), **options)
         estimate = max(estimate, result.steps)
         if result.failure is None:
@@ -298,9 +298,7 @@ def _replay(
             "keyed by str), it may not replay; pin it, e.g. PYTHONHASHSEED=0, when exploring"
         )
     if placeholders:
-        replay = (
-            "not replayable from a shell: " + "; ".join(placeholders) + f". In Python: {call}"
-        )
+        replay = "not replayable from a shell: " + "; ".join(placeholders) + f". In Python: {call}"
         return replay, call, note
     args = [
         "kubesim",
@@ -375,7 +373,7 @@ def _nondeterminism(
 
 
 def _first_difference(a: list[tuple[Field, ...]], b: list[tuple[Field, ...]]) -> int | None:
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))

@@ -37,7 +37,9 @@ class SimLock(Waitable):
         # the same in a replay.
         if self._owner is None:
             return f"{type(self).__name__} (not held)"
-        return f"{type(self).__name__} held by thread {self._owner.name!r} (thread {self._owner.id})"
+        return (
+            f"{type(self).__name__} held by thread {self._owner.name!r} (thread {self._owner.id})"
+        )
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         scheduler = _sched.active()

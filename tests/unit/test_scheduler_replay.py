@@ -196,4 +196,3 @@ def test_a_strategy_written_as_text_reads_back_as_the_same_strategy(strategy: ob
 def test_strategy_text_that_is_not_a_strategy_is_refused_by_name(text: str) -> None:
     with pytest.raises(InvalidStrategy, match=re.escape(text[:4])):
         parse_strategy(text)
-

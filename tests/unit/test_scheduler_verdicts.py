@@ -210,7 +210,8 @@ def test_nondeterminism_shows_the_first_differing_records_and_fitting_causes(
     text = str(error)
     # The runs agree up to the sleep of the odd run: its block record against the even run's
     # spawn of the worker.
-    assert error.run_record is not None and error.replay_record is not None
+    assert error.run_record is not None
+    assert error.replay_record is not None
     assert {error.run_record[0], error.replay_record[0]} == {"block", "spawn"}
     assert f"first differ at record {error.record} " in text
     assert f"run:    {error.run_record!r}" in text
