@@ -48,7 +48,8 @@ class Found:
     ``replay`` is a shell command for a fresh process (prefixed with ``PYTHONHASHSEED=...`` when
     this process had it pinned), or, when the scenario or strategy cannot be named from a shell,
     a sentence saying so with the Python call. ``replay_call`` is the equivalent Python call.
-    ``note`` says what could still keep a replay from reproducing the failure (empty if nothing).
+    ``note`` says what could still keep a replay from reproducing the failure (the Python version;
+    an unpinned hash seed).
     """
 
     schedule: int
@@ -290,10 +291,11 @@ def _replay(
             f"({strategy.name}); only RandomWalk, PCT and Preemptions can be written as text"
         )
     hash_seed = _hash_seed()
-    note = ""
+    # Scheduling points are bytecode offsets and lines: another Python numbers them differently.
+    note = f"the schedule replays on Python {sys.version.split()[0]}, where it was found"
     if hash_seed is None:
-        note = (
-            "the str hash seed of this process is unknown (PYTHONHASHSEED is not set, so it was "
+        note += (
+            "; the str hash seed of this process is unknown (PYTHONHASHSEED is not set, so it was "
             "random): if the failure depends on str hashing (iteration order of a set or dict "
             "keyed by str), it may not replay; pin it, e.g. PYTHONHASHSEED=0, when exploring"
         )
