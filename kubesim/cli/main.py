@@ -3,6 +3,7 @@
 ``kubesim restarts``: run stores across watch restarts in the deterministic simulation and
 report the memory they retain (the KubeArmor reproduction is the README's main job).
 ``kubesim serve``: the fake API server on a real HTTP port, for kubectl and any client.
+``kubesim schedule``: run one controlled thread schedule again (the replay ``explore`` prints).
 """
 
 from __future__ import annotations
@@ -154,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--seed", default="0")
     serve.add_argument("--pods", type=int, default=0, help="pre-populate this many pods")
+
+    from kubesim.cli.schedule import add_parser as add_schedule
+
+    add_schedule(commands)
     return parser
 
 
@@ -251,7 +256,13 @@ def _serve(args: argparse.Namespace) -> int:
     return cmd_serve(args)
 
 
-COMMANDS = {"restarts": cmd_restarts, "serve": _serve}
+def _schedule(args: argparse.Namespace) -> int:
+    from kubesim.cli.schedule import cmd_schedule
+
+    return cmd_schedule(args)
+
+
+COMMANDS = {"restarts": cmd_restarts, "serve": _serve, "schedule": _schedule}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
