@@ -65,8 +65,10 @@ class Reader:
         self.thread.start()
         # Watch.stop() can cut only the response the Watch holds (Watch._resp): wait for it.
         wait_until(
-            lambda: (server.open_watches == 1 and getattr(self.watch, "_resp", None) is not None)
-            or self.ended,
+            lambda: (
+                (server.open_watches == 1 and getattr(self.watch, "_resp", None) is not None)
+                or self.ended
+            ),
             "the watch to open",
         )
         return self
