@@ -35,8 +35,9 @@ class ClockFollower:
 
     ``now`` is the clock to follow (the wall clock, an event loop's ``time``). Each
     :meth:`catch_up` advances the server by what ``now`` moved since the previous catch-up, firing
-    the timers that fall due; the first one only takes the reading. Relative, so a manual
-    ``server.advance(...)`` adds to the followed time instead of being undone or waited out.
+    the timers that fall due (and notifying waiters only then); the first one only takes the
+    reading. Relative, so a manual ``server.advance(...)`` adds to the followed time instead of
+    being undone or waited out. Keep one follower per server: two would count time twice.
     """
 
     def __init__(self, now: Callable[[], float]) -> None:
