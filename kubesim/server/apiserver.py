@@ -27,6 +27,7 @@ from typing import Any
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
+from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources
 from kubesim.server.selectors import FieldSelector, LabelSelector
@@ -52,10 +53,17 @@ _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/ran
 
 
 class AutojumpWait:
-    """Default wait policy for in-process use with no simulation driving time.
+    """Wait policy for single-threaded scripts: virtual time jumps instead of passing.
 
     Nothing else can happen while the only caller waits, so virtual time jumps to the next
-    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task.
+    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task. A watch
+    with ``timeoutSeconds=3600`` ends at once, at virtual time 3600.
+
+    Not the default: with a second thread, a jump races past whatever that thread was about to
+    write, and a client that re-watches with no ``timeoutSeconds`` spins through watch after
+    watch. Opt in with ``APIServer(wait_policy=AutojumpWait())`` when one thread does all the
+    reading and writing. The simulation and the controlled scheduler use it only for callers
+    outside the run they drive.
     """
 
     def wait(self, stream: WatchStream) -> None:
@@ -81,7 +89,15 @@ class ListResult:
 
 
 class APIServer:
-    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed."""
+    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed.
+
+    ``wait_policy`` decides what a watch read with nothing ready does (see
+    :class:`~kubesim.server.watch.WaitPolicy`). The default, :class:`~kubesim.server.live.LiveWait`,
+    behaves like a live server: the read waits for a change (a write from any thread wakes it)
+    and virtual time follows the wall clock while it waits, so timeouts fire after real seconds.
+    :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
+    single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
+    """
 
     def __init__(
         self,
@@ -136,7 +152,7 @@ class APIServer:
         self.watch_buffer = watch_buffer
         self.watch_list = watch_list
         self.expired_reason = expired_reason
-        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else AutojumpWait()
+        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
         self._watchers: dict[int, Watcher] = {}
         self._watch_ids = itertools.count(1)
