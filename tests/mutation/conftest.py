@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .runner import MutationCheck, default_jobs
+from .runner import MutationCheck, default_jobs, default_timeout
 from .score import write_score
 
 
@@ -19,7 +19,7 @@ def mutation_check(request: pytest.FixtureRequest) -> Iterator[MutationCheck]:
         if item.get_closest_marker("mutation") is not None
         and "mutant" in getattr(getattr(item, "callspec", None), "params", {})
     ]
-    check = MutationCheck(selected, jobs=default_jobs())
+    check = MutationCheck(selected, jobs=default_jobs(), timeout=default_timeout())
     yield check
     check.close()
 

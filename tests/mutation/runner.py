@@ -48,6 +48,7 @@ class Run:
     reports: tuple[tuple[str, str, str], ...]  # (node id, phase, outcome)
     imported: str | None  # where kubesim came from, as the probe saw it
     output: str
+    timeout: float = DEFAULT_TIMEOUT
 
     def failed_tests(self) -> list[str]:
         return _unique(nodeid for nodeid, _, outcome in self.reports if outcome == "failed")
@@ -67,7 +68,13 @@ class Verdict:
     message: str  # the full explanation for a failing test
 
 
-def run_tests(tests: Sequence[str], *, mutant: Mutant | None, stop_at_first: bool) -> Run:
+def run_tests(
+    tests: Sequence[str],
+    *,
+    mutant: Mutant | None,
+    stop_at_first: bool,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Run:
     """Run ``tests`` against a copy of ``kubesim/`` with ``mutant`` applied (None: unmutated)."""
     with tempfile.TemporaryDirectory(prefix="kubesim-mutant-") as tmp:
         work = Path(tmp)
@@ -96,7 +103,7 @@ def run_tests(tests: Sequence[str], *, mutant: Mutant | None, stop_at_first: boo
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
-                timeout=float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT)),
+                timeout=timeout,
             )
             returncode: int | None = done.returncode
             output = done.stdout + done.stderr
@@ -111,6 +118,7 @@ def run_tests(tests: Sequence[str], *, mutant: Mutant | None, stop_at_first: boo
         reports=tuple((r["nodeid"], r["when"], r["outcome"]) for r in data.get("reports", ())),
         imported=data.get("imported"),
         output=output[-3000:],
+        timeout=timeout,
     )
 
 
@@ -140,7 +148,7 @@ def judge(mutant: Mutant, baseline: Run, run: Run) -> Verdict:
         )
         return Verdict(SURVIVED, detail, message)
     if run.returncode is None:
-        detail = f"the test run timed out (over {os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT)} s)"
+        detail = f"the test run timed out (over {run.timeout} s)"
     else:
         detail = f"the test run ended with exit code {run.returncode}, neither a pass nor a fail"
     return Verdict(BROKEN, detail, _explain(header, detail, run, replay))
@@ -162,15 +170,19 @@ class MutationCheck:
     on an unmutated copy, without ``-x``, judged per test.
     """
 
-    def __init__(self, mutants: Iterable[Mutant], *, jobs: int) -> None:
+    def __init__(self, mutants: Iterable[Mutant], *, jobs: int, timeout: float) -> None:
         self.mutants = [m for m in mutants if m.valid]
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="mutant")
         tests = _unique(test for mutant in self.mutants for test in mutant.tests)
         self._baseline: Future[Run] | None = None
         if tests:
-            self._baseline = self._pool.submit(run_tests, tests, mutant=None, stop_at_first=False)
+            self._baseline = self._pool.submit(
+                run_tests, tests, mutant=None, stop_at_first=False, timeout=timeout
+            )
         self._runs = {
-            m.name: self._pool.submit(run_tests, m.tests, mutant=m, stop_at_first=True)
+            m.name: self._pool.submit(
+                run_tests, m.tests, mutant=m, stop_at_first=True, timeout=timeout
+            )
             for m in self.mutants
         }
 
@@ -189,6 +201,19 @@ def default_jobs() -> int:
             raise ValueError(f"{JOBS_ENV} must be a whole number >= 1, got {text!r}")
         return int(text)
     return min(2, os.cpu_count() or 1)
+
+
+def default_timeout() -> float:
+    text = os.environ.get(TIMEOUT_ENV)
+    if text is None:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}")
+    return seconds
 
 
 def _selects(node_id: str, reported: str) -> bool:

@@ -5,13 +5,24 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from .loader import ROOT, Mutant, load_mutants
 from .probe import PACKAGE_ENV, REPORT_ENV, WRONG_PACKAGE
-from .runner import BROKEN, KILLED, PROBE, SURVIVED, Run, judge, run_tests
+from .runner import (
+    BROKEN,
+    KILLED,
+    PROBE,
+    SURVIVED,
+    Run,
+    default_jobs,
+    default_timeout,
+    judge,
+    run_tests,
+)
 
 GOOD = """dict(
     name="always-true",
@@ -211,3 +222,20 @@ def test_the_probe_stops_a_run_that_imported_the_wrong_kubesim(tmp_path: Path) -
     )
     assert done.returncode == WRONG_PACKAGE, done.stdout + done.stderr
     assert "not from the copy under test" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "call"),
+    [
+        ("KUBESIM_MUTATION_JOBS", "0", default_jobs),
+        ("KUBESIM_MUTATION_JOBS", "two", default_jobs),
+        ("KUBESIM_MUTATION_TIMEOUT", "-1", default_timeout),
+        ("KUBESIM_MUTATION_TIMEOUT", "soon", default_timeout),
+    ],
+)
+def test_a_bad_setting_is_a_value_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, call: Callable[[], object]
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=f"{name} must be .*, got '{value}'"):
+        call()
