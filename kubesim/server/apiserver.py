@@ -685,9 +685,7 @@ class APIServer:
                     watcher.close_when_drained()
                 else:
                     watcher.after_rv = start
-                    for event in storage.events_after(start):
-                        if event.resource is resource:
-                            watcher.offer(event)
+                    watcher.replay(e for e in storage.events_after(start) if e.resource is resource)
             return stream
 
     def _expired_line(self, requested: int) -> bytes:
