@@ -13,11 +13,12 @@ from kubernetes import client, watch
 
 import kubesim
 from kubesim import APIServer
+from kubesim.server.apiserver import AutojumpWait
 from kubesim.workload import make_pod
 
 
 def test_the_official_watch_loop_resumes_after_the_server_closes_it_as_slow() -> None:
-    server = APIServer(seed=1, watch_buffer=3)
+    server = APIServer(seed=1, watch_buffer=3, wait_policy=AutojumpWait())
     core = client.CoreV1Api(kubesim.kubernetes_client(server))
     start = str(server.resource_version)
     stream = watch.Watch().stream(core.list_namespaced_pod, "default", resource_version=start)

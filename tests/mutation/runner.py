@@ -68,6 +68,10 @@ class Verdict:
     message: str  # the full explanation for a failing test
 
 
+# pytest-timeout per test inside a mutant run (seconds).
+PER_TEST_TIMEOUT = 30
+
+
 def run_tests(
     tests: Sequence[str],
     *,
@@ -91,7 +95,10 @@ def run_tests(
         )
         env[PACKAGE_ENV] = str(package)
         env[REPORT_ENV] = str(report)
+        # A mutant can turn an ending watch into one that waits forever: a per-test timeout
+        # makes that hang a failing test (a kill) within seconds, not a broken 300 s run.
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        command += ["-o", f"timeout={PER_TEST_TIMEOUT}"]
         command += ["-p", PROBE_MODULE, *(["-x"] if stop_at_first else [])]
         # Absolute paths: the run's working directory is the copy, not the repository.
         command += [str(ROOT / test) for test in tests]

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from kubesim import APIServer
+from kubesim.server.apiserver import AutojumpWait
 from kubesim.server.routes import Request, handle
 from kubesim.server.watch import WatchStream
 from kubesim.workload import make_pod
@@ -63,7 +64,7 @@ def ends(server: APIServer) -> list[tuple[Any, ...]]:
 
 # -- slow consumers (apiserver cache_watcher.go) ---------------------------------------------------
 def test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer_is_exceeded() -> None:
-    server = APIServer(seed=1, watch_buffer=3)
+    server = APIServer(seed=1, watch_buffer=3, wait_policy=AutojumpWait())
     start = server.resource_version
     stream = watch(server, f"watch=1&resourceVersion={start}&timeoutSeconds=600")
     for name in ("a", "b", "c"):
@@ -80,7 +81,7 @@ def test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer_is_excee
 
 
 def test_a_client_that_keeps_reading_is_never_closed_as_slow() -> None:
-    server = APIServer(seed=1, watch_buffer=3)
+    server = APIServer(seed=1, watch_buffer=3, wait_policy=AutojumpWait())
     stream = watch(server, f"watch=1&resourceVersion={server.resource_version}")
     seen = []
     for index in range(10):
@@ -91,7 +92,7 @@ def test_a_client_that_keeps_reading_is_never_closed_as_slow() -> None:
 
 
 def test_a_rewatch_from_the_last_seen_rv_after_a_slow_close_gets_the_missed_events() -> None:
-    server = APIServer(seed=1, watch_buffer=3)
+    server = APIServer(seed=1, watch_buffer=3, wait_policy=AutojumpWait())
     first = watch(server, f"watch=1&resourceVersion={server.resource_version}")
     last_seen = create(server, "a")
     assert events(first.poll()) == [("ADDED", "a", last_seen)]
@@ -104,7 +105,7 @@ def test_a_rewatch_from_the_last_seen_rv_after_a_slow_close_gets_the_missed_even
 
 
 def test_a_watch_resumed_from_further_back_than_its_buffer_replays_at_the_clients_pace() -> None:
-    server = APIServer(seed=1, watch_buffer=3)
+    server = APIServer(seed=1, watch_buffer=3, wait_policy=AutojumpWait())
     start = server.resource_version
     missed = [create(server, f"p{index}") for index in range(10)]
     stream = watch(server, f"watch=1&resourceVersion={start}")
@@ -122,7 +123,7 @@ def test_a_watch_resumed_from_further_back_than_its_buffer_replays_at_the_client
 
 # -- faults: compaction ---------------------------------------------------------------------------
 def test_a_watch_from_a_compacted_rv_ends_right_after_its_one_410_error_event() -> None:
-    server = APIServer(seed=1)
+    server = APIServer(seed=1, wait_policy=AutojumpWait())
     old = create(server, "a")
     create(server, "b")
     server.compact()
@@ -140,7 +141,7 @@ def test_a_watch_from_a_compacted_rv_ends_right_after_its_one_410_error_event() 
 
 # -- watch semantics ------------------------------------------------------------------------------
 def test_a_watch_without_rv_starts_with_synthetic_added_events_in_key_order_with_rvs() -> None:
-    server = APIServer(seed=1)
+    server = APIServer(seed=1, wait_policy=AutojumpWait())
     rvs = {name: create(server, name) for name in ("b", "c", "a")}
     stream = watch(server, "watch=1")
     create(server, "d")
@@ -153,7 +154,7 @@ def test_a_watch_without_rv_starts_with_synthetic_added_events_in_key_order_with
 
 
 def test_a_selector_watch_sees_flips_out_as_deleted_and_flips_in_as_added() -> None:
-    server = APIServer(seed=1)
+    server = APIServer(seed=1, wait_policy=AutojumpWait())
     create(server, "web", app="a")
     stream = watch(
         server, f"watch=1&labelSelector=app%3Da&resourceVersion={server.resource_version}"
@@ -176,7 +177,7 @@ def test_a_selector_watch_sees_flips_out_as_deleted_and_flips_in_as_added() -> N
 
 
 def test_a_watch_from_a_future_rv_sends_only_events_after_it() -> None:
-    server = APIServer(seed=1)
+    server = APIServer(seed=1, wait_policy=AutojumpWait())
     future = server.resource_version + 2
     stream = watch(server, f"watch=1&resourceVersion={future}")
     create(server, "a")
