@@ -81,11 +81,19 @@ def _default(value: Any) -> Any:
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
 
 
+def encode(obj: Any) -> bytes:
+    """``obj`` as canonical JSON: sorted keys, models under their wire names, timestamps as
+    the server writes them. Equal bytes, equal content."""
+    return orjson.dumps(obj, default=_default, option=_OPTIONS)
+
+
+decode = orjson.loads
+
+
 def fingerprint(obj: Any) -> str:
     """A content hash of ``obj`` as JSON on the wire: independent of dict key order, of
     mapping/sequence flavours, and of whether the object is a dict or a client model."""
-    data = orjson.dumps(obj, default=_default, option=_OPTIONS)
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
+    return hashlib.blake2b(encode(obj), digest_size=12).hexdigest()
 
 
 class Wire:
@@ -259,28 +267,32 @@ def is_mutable_container(value: Any) -> bool:
     return False
 
 
-def shallow(value: Any) -> Any:
-    """The container's own contents, one level deep, as a comparable value.
-
-    Children are kept by reference: a change inside a child is seen at the child, so each
-    change is reported once, at the deepest container it happened in.
-    """
-    kind = type(value)
-    if kind is dict:
-        return value.copy()
-    if kind is list:
-        return value.copy()
+def _child(value: Any, key: str | int) -> Any:
+    """``value``'s child under a wire path step, or None."""
     if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, list | tuple | bytearray):
-        return list(value)
-    if isinstance(value, set | frozenset):
-        return frozenset(value)
+        return value.get(key)
+    if isinstance(value, list | tuple):
+        return value[key] if isinstance(key, int) and 0 <= key < len(value) else None
     if is_model(value):
-        return {k: getattr(value, a, None) for a, k in type(value).attribute_map.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    return value
+        for attribute, name in type(value).attribute_map.items():
+            if name == key:
+                return getattr(value, attribute, None)
+        return None
+    if dataclasses.is_dataclass(value) and isinstance(key, str):
+        return getattr(value, key, None)
+    return None
+
+
+def chain(obj: Any, path: Path) -> Iterator[tuple[Path, Any]]:
+    """The mutable containers along ``path`` (wire names) in ``obj``, root first."""
+    value = obj
+    for depth in range(len(path) + 1):
+        if value is None:
+            return
+        if is_mutable_container(value):
+            yield path[:depth], value
+        if depth < len(path):
+            value = _child(value, path[depth])
 
 
 def _children(value: Any) -> Iterator[tuple[str | int, Any]]:
@@ -299,22 +311,52 @@ def _children(value: Any) -> Iterator[tuple[str | int, Any]]:
             yield f.name, getattr(value, f.name)
 
 
-def containers(obj: Any, seen: set[int] | None = None) -> Iterator[tuple[Path, Any]]:
-    """Every mutable container reachable from ``obj`` (itself included), with its path.
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+
+PathNode = tuple[Any, str | int] | None
+"""A path as a linked list, ``(parent, key)``, built only as far as the walk goes: most
+containers are never reported, so their paths are never materialized (:func:`path_of`)."""
+
+
+def path_of(node: PathNode) -> Path:
+    keys: list[str | int] = []
+    while node is not None:
+        node, key = node
+        keys.append(key)
+    return tuple(reversed(keys))
+
+
+def containers(obj: Any, seen: set[int] | None = None) -> Iterator[tuple[PathNode, Any]]:
+    """Every mutable container reachable from ``obj`` (itself included), with its path node.
 
     Each container is yielded once per ``seen`` set (pass one set to walk several objects and
-    skip what an earlier one already reached); cycles end there too.
+    skip what an earlier one already reached); cycles end there too. Plain dicts and lists,
+    nearly everything a store holds, take a fast path.
     """
     seen = set() if seen is None else seen
-    stack: list[tuple[Path, Any]] = [((), obj)]
+    leaves = _LEAVES
+    stack: list[tuple[PathNode, Any]] = [(None, obj)]
+    pop, push = stack.pop, stack.append
     while stack:
-        path, value = stack.pop()
-        if value is None or isinstance(value, str | int | float | bool | bytes):
+        node, value = pop()
+        key = id(value)
+        if key in seen:
             continue
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if is_mutable_container(value):
-            yield path, value
-        children = list(_children(value))
-        stack.extend(((*path, key), child) for key, child in reversed(children))
+        seen.add(key)
+        kind = type(value)
+        if kind is dict:
+            yield node, value
+            for name, item in value.items():
+                if type(item) not in leaves:
+                    push(((node, name), item))
+        elif kind is list:
+            yield node, value
+            for index, item in enumerate(value):
+                if type(item) not in leaves:
+                    push(((node, index), item))
+        elif kind not in leaves:
+            if is_mutable_container(value):
+                yield node, value
+            for name, item in _children(value):
+                if type(item) not in leaves:
+                    push(((node, name), item))

@@ -34,19 +34,21 @@ failure enters the trace, and the same run must give the same trace.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubesim.checks._objects import (
     Path,
+    chain,
+    decode,
     describe,
     diff,
+    encode,
     fingerprint,
     is_model,
     render_diff,
     render_path,
     resource_version_of,
-    shallow,
     to_wire,
     uid_of,
 )
@@ -89,18 +91,24 @@ def _steps(handouts: Sequence[tuple[str, int]]) -> str:
 # -- isolation ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Tracked:
-    """One mutable container reachable from a handed-out object."""
+class _Handout:
+    """One object handed out, as it was encoded (canonical JSON) at its last hand-out."""
 
-    container: Any  # kept alive, so its id() names it for as long as it is tracked
-    snapshot: Any  # its own contents (one level deep) at the last hand-out
-    owner: str  # the handed-out object it was first reached from
-    path: Path  # where in that object
-    handouts: list[tuple[str, int]] = field(default_factory=list)  # (reader, step)
+    __slots__ = ("encoded", "handouts", "obj", "owner")
 
-    def where(self) -> str:
-        return self.owner if not self.path else f"{self.owner} {render_path(self.path)}"
+    def __init__(self, obj: Any, encoded: bytes, owner: str, reader: str, step: int) -> None:
+        self.obj = obj  # kept alive, so its id() names it while it is tracked
+        self.encoded = encoded
+        self.owner = owner
+        self.handouts = [(reader, step)]
+
+
+Sharing = Callable[[int], tuple[str, list[tuple[str, int]]] | None]
+"""For a container's id: why it is shared and its hand-outs, or None if it is private."""
+
+
+def _always(why: tuple[str, list[tuple[str, int]]]) -> Sharing:
+    return lambda _key: why
 
 
 class IsolationMonitor:
@@ -110,88 +118,106 @@ class IsolationMonitor:
     :meth:`verify` when the reader is done with them (and at the end of the run). Both should
     run without scheduling points (``scheduler.atomic()``), as harness code.
 
-    Every dict, list, set, mapping proxy, model object and non-frozen dataclass reachable from
-    a handed-out object is tracked on its own, with a one-level copy of its contents taken at
-    the hand-out (children by reference, strings shared: far less than a deep copy). A change
-    is reported once, at the container it happened in, with the keys that changed.
-    ``held_by_store`` returns what the store holds now; anything reachable from it is shared.
+    A hand-out costs one canonical JSON encoding per object (C speed, kept as bytes, no
+    copy). :meth:`verify` re-encodes; only when an object changed does it walk what the store
+    holds and what was handed out, to find which of the containers on the changed path (the
+    object, ``.metadata``, ``.metadata.labels``...) is shared: reachable from what the store
+    holds now (``held_by_store``), or from objects handed out more than once in all. A change
+    in a private copy is its holder's business; a change in a shared container is reported
+    once per container, at the deepest shared one, with the fields that changed.
     """
 
     def __init__(self, *, held_by_store: Callable[[], Iterable[Any]] | None = None) -> None:
-        self._tracked: dict[int, _Tracked] = {}
+        self._handouts: dict[int, _Handout] = {}
         self._held_by_store = held_by_store
         self.violations: list[RaceViolation] = []
         self._reported: set[int] = set()
 
     def handed_out(self, objects: Iterable[Any], *, reader: str, step: int = 0) -> None:
-        seen: set[int] = set()
         for index, obj in enumerate(objects):
-            owner: str | None = None
-            for path, container in _containers(obj, seen):
-                key = id(container)
-                tracked = self._tracked.get(key)
-                if tracked is None:
-                    if owner is None:
-                        owner = describe(
-                            obj, position=f"item {index} handed to {reader!r} at step {step}"
-                        )
-                    self._tracked[key] = _Tracked(
-                        container, shallow(container), owner, path, [(reader, step)]
-                    )
-                    continue
-                now = shallow(container)
-                if now != tracked.snapshot:
-                    self._violation(
-                        key,
-                        tracked,
-                        now,
-                        f"changed between two hand-outs (to {tracked.handouts[-1][0]!r} and "
-                        f"{reader!r} at step {step})",
-                    )
-                tracked.handouts.append((reader, step))
-                tracked.snapshot = now
+            encoded = encode(obj)
+            known = self._handouts.get(id(obj))
+            if known is None:
+                owner = describe(obj, position=f"item {index} handed to {reader!r} at step {step}")
+                self._handouts[id(obj)] = _Handout(obj, encoded, owner, reader, step)
+                continue
+            if encoded != known.encoded:
+                # Handed out before, so every container in it is shared from now on.
+                self._report(
+                    known,
+                    encoded,
+                    _always(("handed out again", [*known.handouts, (reader, step)])),
+                    f"changed between two hand-outs (to {known.handouts[-1][0]!r} and "
+                    f"{reader!r} at step {step})",
+                )
+            known.handouts.append((reader, step))
+            known.encoded = encoded
 
     def verify(self, *, step: int | None = None) -> list[RaceViolation]:
         """Report every shared container that changed since it was last handed out."""
+        changed = []
+        for handout in self._handouts.values():
+            encoded = encode(handout.obj)
+            if encoded != handout.encoded:
+                changed.append((handout, encoded))
+        if changed:
+            shared = self._sharing()
+            seen_at = f" (seen at step {step})" if step is not None else ""
+            for handout, encoded in changed:
+                self._report(
+                    handout,
+                    encoded,
+                    shared,
+                    f"changed after it was handed to {handout.handouts[-1][0]!r} while shared "
+                    f"({{who}}){seen_at}",
+                )
+        return list(self.violations)
+
+    def _sharing(self) -> Sharing:
         held: set[int] = set()
         if self._held_by_store is not None:
             for _ in _containers(list(self._held_by_store()), held):
                 pass  # the walk fills ``held`` with every container the store can reach
-        seen_at = f" (seen at step {step})" if step is not None else ""
-        for key, tracked in self._tracked.items():
-            in_store = key in held
-            if key in self._reported or not (in_store or len(tracked.handouts) > 1):
-                continue
-            now = shallow(tracked.container)
-            if now != tracked.snapshot:
-                who = (
-                    "still held by the store"
-                    if in_store
-                    else f"handed out {len(tracked.handouts)} times"
-                )
-                self._violation(
-                    key,
-                    tracked,
-                    now,
-                    f"changed after it was handed to {tracked.handouts[-1][0]!r} while shared "
-                    f"({who}){seen_at}",
-                )
-        return list(self.violations)
+        reach: dict[int, list[tuple[str, int]]] = {}
+        for handout in self._handouts.values():
+            for _, container in _containers(handout.obj):
+                reach.setdefault(id(container), []).extend(handout.handouts)
 
-    def _violation(self, key: int, tracked: _Tracked, now: Any, what: str) -> None:
-        if key in self._reported:
-            return
-        self._reported.add(key)
-        changes = diff(tracked.snapshot, now)
-        # Report paths from the handed-out object's root, not from the container.
-        changes = [((*tracked.path, *p), a, b) for p, a, b in changes]
-        self.violations.append(
-            RaceViolation(
-                "isolation",
-                f"{tracked.where()} {what}: {render_diff(changes) or 'contents replaced'}; "
-                f"handed out at {_steps(tracked.handouts)}",
+        def shared(key: int) -> tuple[str, list[tuple[str, int]]] | None:
+            handouts = sorted(reach.get(key, []), key=lambda h: h[1])
+            if key in held:
+                return "still held by the store", handouts
+            if len(handouts) > 1:
+                return f"handed out {len(handouts)} times", handouts
+            return None
+
+        return shared
+
+    def _report(self, handout: _Handout, now: bytes, shared: Sharing, what: str) -> None:
+        """One violation per shared container on the paths of the changes."""
+        sites: dict[int, tuple[Path, str, list[tuple[str, int]], list[Any]]] = {}
+        for change in diff(decode(handout.encoded), decode(now)):
+            site = None
+            for prefix, container in chain(handout.obj, change[0][:-1]):
+                why = shared(id(container))
+                if why is not None:
+                    site = (id(container), prefix, why)
+            if site is None:
+                continue  # a private copy, changed by its holder
+            key, prefix, (who, handouts) = site
+            sites.setdefault(key, (prefix, who, handouts, []))[3].append(change)
+        for key, (prefix, who, handouts, changes) in sites.items():
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            where = handout.owner + (f" {render_path(prefix)}" if prefix else "")
+            self.violations.append(
+                RaceViolation(
+                    "isolation",
+                    f"{where} {what.format(who=who)}: {render_diff(changes)}; "
+                    f"handed out at {_steps(handouts)}",
+                )
             )
-        )
 
 
 # -- what the server emitted -------------------------------------------------------------
@@ -510,8 +536,8 @@ def _snapshot_violation(
 ) -> RaceViolation:
     mismatch, best_rv = best
     state = dict(start)
-    for rv, key, _before, after in transitions:
-        if rv > best_rv:
+    for commit_rv, key, _before, after in transitions:
+        if commit_rv > best_rv:
             break
         if after is None:
             state.pop(key, None)
@@ -519,20 +545,21 @@ def _snapshot_violation(
             state[key] = after
     at_rv = {identity[0]: identity[1] for identity in state.values()}
     lines = []
-    for uid, rv in sorted(wanted, key=lambda identity: (versions.name_of(identity[0]), identity)):
-        if at_rv.get(uid) == rv and wanted[(uid, rv)] == 1:
+    for uid, read_rv in sorted(wanted, key=lambda ident: (versions.name_of(ident[0]), ident)):
+        count = wanted[(uid, read_rv)]
+        if at_rv.get(uid) == read_rv and count == 1:
             continue
         name = versions.name_of(uid)
-        if wanted[(uid, rv)] > 1:
-            lines.append(f"{name} (rv {rv}) read {wanted[(uid, rv)]} times")
+        if count > 1:
+            lines.append(f"{name} (rv {read_rv}) read {count} times")
         elif uid in at_rv:
-            lines.append(f"{name} at rv {rv}, but rv {at_rv[uid]} then")
+            lines.append(f"{name} at rv {read_rv}, but rv {at_rv[uid]} then")
         else:
-            lines.append(f"{name} at rv {rv}, absent then")
+            lines.append(f"{name} at rv {read_rv}, absent then")
     read_uids = {uid for uid, _ in wanted}
-    for key, (uid, rv) in sorted(state.items()):
+    for key, (uid, state_rv) in sorted(state.items()):
         if uid not in read_uids:
-            lines.append(f"missing {key[0]}/{key[1]} (rv {rv})")
+            lines.append(f"missing {key[0]}/{key[1]} (rv {state_rv})")
     shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
     at = f" at step {read.step}" if read.step is not None else ""
     bounds = ""

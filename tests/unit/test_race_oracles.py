@@ -157,15 +157,31 @@ def test_a_nested_map_handed_to_two_readers_is_shared_after_the_store_lets_go() 
     assert "step 1 to 'a', step 2 to 'b'" in violation.message
 
 
-def test_a_nested_change_between_two_hand_outs_is_caught_at_the_second() -> None:
+def test_a_shared_nested_list_changed_between_two_hand_outs_is_caught() -> None:
     store = _ShallowCopyStore()
     monitor = IsolationMonitor()
     monitor.handed_out([store.get("web-1")], reader="a", step=1)
     store.cache["web-1"]["spec"]["containers"].append({"name": "sidecar"})
     monitor.handed_out([store.get("web-1")], reader="b", step=4)
+    [violation] = monitor.verify()
+    assert violation.message == (
+        "default/web-1 (rv 12) .spec.containers changed after it was handed to 'a' while shared "
+        "(handed out 2 times): .spec.containers[1]: (absent) -> {'name': 'sidecar'}; "
+        "handed out at step 1 to 'a', step 4 to 'b'"
+    )
+
+
+def test_the_same_object_changed_between_two_hand_outs_is_caught_at_the_second() -> None:
+    store = _ShallowCopyStore()
+    monitor = IsolationMonitor()
+    monitor.handed_out([store.cache["web-1"]], reader="a", step=1)
+    store.cache["web-1"]["spec"]["containers"][0]["image"] = "web:2"
+    monitor.handed_out([store.cache["web-1"]], reader="b", step=4)
     [violation] = monitor.violations
-    assert "default/web-1 (rv 12) .spec.containers changed between two hand-outs" in str(violation)
-    assert ".spec.containers[1]: (absent) -> {'name': 'sidecar'}" in str(violation)
+    assert violation.message.startswith(
+        "default/web-1 (rv 12) .spec.containers[0] changed between two hand-outs (to 'a' and "
+        "'b' at step 4): .spec.containers[0].image: (absent) -> 'web:2'"
+    )
 
 
 def test_nested_private_copies_may_be_changed_by_their_holder() -> None:
@@ -198,7 +214,10 @@ def test_reads_after_a_compaction_match_on_a_correct_store() -> None:
     server.compact()
     third = server.patch("pods", "a", {"metadata": {"labels": {"v": "3"}}}, namespace="default")
     created = server.create("pods", make_pod("b", "default"))
-    reads = [("r", o) for o in (first, second, third, created, server.get("pods", "b", namespace="default"))]
+    reads = [
+        ("r", o)
+        for o in (first, second, third, created, server.get("pods", "b", namespace="default"))
+    ]
     assert check_reads_match_server(reads, versions) == []
     # ... and it still tells a torn read from a true one after the compaction.
     torn = copy.deepcopy(third)
