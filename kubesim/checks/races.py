@@ -81,8 +81,11 @@ class RaceViolation:
         return f"{self.kind}: {self.message}"
 
 
-def _steps(handouts: Sequence[tuple[str, int]]) -> str:
-    shown = [f"step {step} to {reader!r}" for reader, step in handouts[:4]]
+HandOut = tuple[str, int, int]  # (reader, step, serial number of the handed_out call)
+
+
+def _steps(handouts: Sequence[HandOut]) -> str:
+    shown = [f"step {step} to {reader!r}" for reader, step, _ in handouts[:4]]
     if len(handouts) > 4:
         shown.append(f"{len(handouts) - 4} more")
     return ", ".join(shown)
@@ -96,18 +99,18 @@ class _Handout:
 
     __slots__ = ("encoded", "handouts", "obj", "owner")
 
-    def __init__(self, obj: Any, encoded: bytes, owner: str, reader: str, step: int) -> None:
+    def __init__(self, obj: Any, encoded: bytes, owner: str, handout: HandOut) -> None:
         self.obj = obj  # kept alive, so its id() names it while it is tracked
         self.encoded = encoded
         self.owner = owner
-        self.handouts = [(reader, step)]
+        self.handouts = [handout]
 
 
-Sharing = Callable[[int], tuple[str, list[tuple[str, int]]] | None]
+Sharing = Callable[[int], tuple[str, list[HandOut]] | None]
 """For a container's id: why it is shared and its hand-outs, or None if it is private."""
 
 
-def _always(why: tuple[str, list[tuple[str, int]]]) -> Sharing:
+def _always(why: tuple[str, list[HandOut]]) -> Sharing:
     return lambda _key: why
 
 
@@ -132,25 +135,28 @@ class IsolationMonitor:
         self._held_by_store = held_by_store
         self.violations: list[RaceViolation] = []
         self._reported: set[int] = set()
+        self._calls = 0
 
     def handed_out(self, objects: Iterable[Any], *, reader: str, step: int = 0) -> None:
+        self._calls += 1
+        this = (reader, step, self._calls)
         for index, obj in enumerate(objects):
             encoded = encode(obj)
             known = self._handouts.get(id(obj))
             if known is None:
                 owner = describe(obj, position=f"item {index} handed to {reader!r} at step {step}")
-                self._handouts[id(obj)] = _Handout(obj, encoded, owner, reader, step)
+                self._handouts[id(obj)] = _Handout(obj, encoded, owner, this)
                 continue
             if encoded != known.encoded:
                 # Handed out before, so every container in it is shared from now on.
                 self._report(
                     known,
                     encoded,
-                    _always(("handed out again", [*known.handouts, (reader, step)])),
+                    _always(("handed out again", [*known.handouts, this])),
                     f"changed between two hand-outs (to {known.handouts[-1][0]!r} and "
                     f"{reader!r} at step {step})",
                 )
-            known.handouts.append((reader, step))
+            known.handouts.append(this)
             known.encoded = encoded
 
     def verify(self, *, step: int | None = None) -> list[RaceViolation]:
@@ -169,7 +175,7 @@ class IsolationMonitor:
                     encoded,
                     shared,
                     f"changed after it was handed to {handout.handouts[-1][0]!r} while shared "
-                    f"({{who}}){seen_at}",
+                    f"(<who>){seen_at}",
                 )
         return list(self.violations)
 
@@ -178,13 +184,15 @@ class IsolationMonitor:
         if self._held_by_store is not None:
             for _ in _containers(list(self._held_by_store()), held):
                 pass  # the walk fills ``held`` with every container the store can reach
-        reach: dict[int, list[tuple[str, int]]] = {}
+        reach: dict[int, set[HandOut]] = {}
         for handout in self._handouts.values():
             for _, container in _containers(handout.obj):
-                reach.setdefault(id(container), []).extend(handout.handouts)
+                reach.setdefault(id(container), set()).update(handout.handouts)
 
-        def shared(key: int) -> tuple[str, list[tuple[str, int]]] | None:
-            handouts = sorted(reach.get(key, []), key=lambda h: h[1])
+        def shared(key: int) -> tuple[str, list[HandOut]] | None:
+            # Counted per handed_out call: two objects of one hand-out may share a map (a
+            # deep copy of a whole list keeps such aliasing) and still be one reader's own.
+            handouts = sorted(reach.get(key, ()), key=lambda h: (h[1], h[2]))
             if key in held:
                 return "still held by the store", handouts
             if len(handouts) > 1:
@@ -195,7 +203,7 @@ class IsolationMonitor:
 
     def _report(self, handout: _Handout, now: bytes, shared: Sharing, what: str) -> None:
         """One violation per shared container on the paths of the changes."""
-        sites: dict[int, tuple[Path, str, list[tuple[str, int]], list[Any]]] = {}
+        sites: dict[int, tuple[Path, str, list[HandOut], list[Any]]] = {}
         for change in diff(decode(handout.encoded), decode(now)):
             site = None
             for prefix, container in chain(handout.obj, change[0][:-1]):
@@ -214,7 +222,7 @@ class IsolationMonitor:
             self.violations.append(
                 RaceViolation(
                     "isolation",
-                    f"{where} {what.format(who=who)}: {render_diff(changes)}; "
+                    f"{where} {what.replace('(<who>)', f'({who})')}: {render_diff(changes)}; "
                     f"handed out at {_steps(handouts)}",
                 )
             )

@@ -455,3 +455,18 @@ def test_a_read_older_than_what_the_versions_know_is_a_named_error() -> None:
     versions = ServerVersions(server)
     with pytest.raises(ValueError, match=r"reads\[0\] \(by 'r'\) ended by rv 2, before"):
         check_snapshot_reads([SnapshotRead("r", [], not_after=2)], versions)
+
+
+def test_two_objects_of_one_hand_out_sharing_a_map_are_still_one_readers_own() -> None:
+    labels = {"app": "web"}
+    store = [_pod("web-1", "12", labels), _pod("web-2", "13", labels)]
+    monitor = IsolationMonitor(held_by_store=lambda: store)
+    mine = copy.deepcopy(store)  # one deep copy of the list keeps the aliasing, privately
+    monitor.handed_out(mine, reader="{cost-model}", step=1)
+    mine[0]["metadata"]["labels"]["team"] = "x"
+    assert monitor.verify() == []
+    monitor.handed_out(store, reader="{metrics}", step=2)
+    monitor.handed_out(store, reader="{metrics}", step=3)
+    labels["team"] = "y"
+    [violation] = monitor.verify()
+    assert "handed to '{metrics}' while shared (still held by the store)" in violation.message
