@@ -231,8 +231,9 @@ class APIServer:
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
-        for commit_listener in list(self.commit_listeners):
-            commit_listener(event)
+        if self.commit_listeners:  # no allocation per write when nobody listens
+            for commit_listener in list(self.commit_listeners):
+                commit_listener(event)
         # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
