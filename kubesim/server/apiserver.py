@@ -31,7 +31,7 @@ from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources
 from kubesim.server.selectors import FieldSelector, LabelSelector
-from kubesim.server.storage import ADDED, DELETED, MODIFIED, Key, Storage, Stored
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
 from kubesim.server.validation import validate_object
 from kubesim.server.watch import (
     WaitPolicy,
@@ -140,6 +140,9 @@ class APIServer:
         # Called (with the lock held) after every change a blocked watch reader may care about:
         # how a controlled scheduler learns that a parked watch read can proceed.
         self.change_listeners: list[Callable[[], None]] = []
+        # Called (with the lock held) with every committed write, right after it is stored:
+        # how an oracle sees every version the server ever emitted, whatever compaction forgets.
+        self.commit_listeners: list[Callable[[Event], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
         self._uid_choices = self.choices.fork("uid")
         self._name_choices = self.choices.fork("generateName")
@@ -244,6 +247,9 @@ class APIServer:
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
+        if self.commit_listeners:  # no allocation per write when nobody listens
+            for commit_listener in list(self.commit_listeners):
+                commit_listener(event)
         # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
