@@ -35,7 +35,7 @@ from kubesim.checks.memory import (
 from kubesim.checks.sizes import SizesRound, SizesViolation, check_sizes_bounded
 from kubesim.sim.simulation import Simulation, StoreCrashed
 from kubesim.sim.store import StoreFactory, check_store_contract, store_sizes
-from kubesim.workload.pods import populate_pods
+from kubesim.workload.pods import TIERS, make_pod, populate_pods
 
 FAULTS = ("expire", "drop")
 # What each fault does to the store's watch, in the server's words, for the verdict.
@@ -153,6 +153,20 @@ def _live_set(sim: Simulation) -> int:
         return sum(server.storage.count(resource) for resource in server.resources)
 
 
+def _churn(
+    sim: Simulation, keys: list[tuple[str, str]], churn: int, round_: int, containers: int
+) -> None:
+    """Replace the ``churn`` oldest pods by new ones, in the same namespaces."""
+    for index in range(churn):
+        namespace, name = keys.pop(0)
+        sim.server.delete("pods", name, namespace=namespace)
+        fresh = f"churn-{round_:04d}-{index:04d}"
+        labels = {"app": "churn", "tier": TIERS[index % len(TIERS)]}
+        pod = make_pod(fresh, namespace, labels=labels, containers=containers)
+        sim.server.create("pods", pod, namespace=namespace)
+        keys.append((namespace, fresh))
+
+
 def _roots(store: Any, factory: StoreFactory) -> dict[str, object]:
     """The store, and the globals of its own module(s): what it can keep things in."""
     roots: dict[str, object] = {"store": store}
@@ -176,10 +190,14 @@ def run_watch_restarts(
     namespaces: int = 2,
     restarts: int = 20,
     fault: str = "expire",
+    churn: int = 0,
     tolerance_per_round: float | None = None,
     on_round: Callable[[RestartRound], None] | None = None,
 ) -> RestartReport:
     """Run ``factory``'s store over ``restarts`` watch restarts; measure it after each.
+
+    ``churn``: before every restart, delete the ``churn`` oldest pods and create as many new
+    ones (the live set stays the same size; its objects change).
 
     Raises :class:`~kubesim.sim.store.StoreContractError` if the factory does not return a
     store (contract in :mod:`kubesim.sim.store`); a store that crashes or stops watching is a
@@ -191,10 +209,12 @@ def run_watch_restarts(
         raise ValueError(f"restarts must be >= 2 to measure growth, got restarts={restarts}")
     if pods < 1:
         raise ValueError(f"pods must be >= 1, got pods={pods}")
+    if not 0 <= churn <= pods:
+        raise ValueError(f"churn must be between 0 and pods={pods}, got churn={churn}")
     if tolerance_per_round is not None and tolerance_per_round < 0:
         raise ValueError(f"tolerance_per_round must be >= 0, got {tolerance_per_round}")
     sim = Simulation(seed=seed)
-    populate_pods(
+    keys = populate_pods(
         sim.server,
         sim.choices.fork("workload"),
         pods=pods,
@@ -240,6 +260,9 @@ def run_watch_restarts(
                 if round_ == 0:
                     sim.start(store.run, name=name)
                 else:
+                    if churn:
+                        _churn(sim, keys, churn, round_, containers)
+                        sim.settle()  # the store sees the churn on its open watch
                     if fault == "expire":
                         sim.server.expire_watches()
                     else:
