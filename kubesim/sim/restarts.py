@@ -35,7 +35,7 @@ from kubesim.checks.memory import (
 from kubesim.checks.sizes import SizesRound, SizesViolation, check_sizes_bounded
 from kubesim.sim.simulation import Simulation, StoreCrashed
 from kubesim.sim.store import StoreFactory, check_store_contract, store_sizes
-from kubesim.workload.pods import TIERS, make_pod, populate_pods
+from kubesim.workload.pods import make_pod, populate_pods
 
 FAULTS = ("expire", "drop")
 # What each fault does to the store's watch, in the server's words, for the verdict.
@@ -156,13 +156,26 @@ def _live_set(sim: Simulation) -> int:
 def _churn(
     sim: Simulation, keys: list[tuple[str, str]], churn: int, round_: int, containers: int
 ) -> None:
-    """Replace the ``churn`` oldest pods by new ones, in the same namespaces."""
+    """Replace the ``churn`` oldest pods by new ones of the same shape, in the same namespaces.
+
+    Same labels, node and IP, and a name of the same length (the next serial number): the live
+    set changes objects but not size, so a correct store's memory must not change either.
+    """
+    pods = len(keys)
     for index in range(churn):
         namespace, name = keys.pop(0)
+        old = sim.server.get("pods", name, namespace=namespace)
         sim.server.delete("pods", name, namespace=namespace)
-        fresh = f"churn-{round_:04d}-{index:04d}"
-        labels = {"app": "churn", "tier": TIERS[index % len(TIERS)]}
-        pod = make_pod(fresh, namespace, labels=labels, containers=containers)
+        serial = pods + (round_ - 1) * churn + index
+        fresh = f"{name.rsplit('-', 1)[0]}-{serial:05d}"
+        pod = make_pod(
+            fresh,
+            namespace,
+            labels=dict(old["metadata"].get("labels") or {}),
+            containers=containers,
+            node=old["spec"].get("nodeName", "node-0"),
+            pod_ip=old["status"].get("podIP", "10.0.0.1"),
+        )
         sim.server.create("pods", pod, namespace=namespace)
         keys.append((namespace, fresh))
 

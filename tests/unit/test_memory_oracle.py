@@ -41,6 +41,15 @@ def test_the_warmup_sample_is_left_out() -> None:
     assert check_memory_bounded(samples(10, 500_000, 500_000, 500_000), warmup=0) is not None
 
 
+def test_growth_that_levels_off_is_bounded_and_growth_that_goes_on_is_not() -> None:
+    # Under churn a store replaces every object once (list-decoded by watch-decoded), then stops.
+    levels_off = samples(0, 100_000, 130_000, 160_000, 160_000, 160_000, 160_000)
+    assert check_memory_bounded(levels_off) is None
+    goes_on = samples(0, 100_000, 130_000, 160_000, 160_000, 160_000, 161_000)
+    violation = check_memory_bounded(goes_on)
+    assert violation is not None
+
+
 def test_tolerance_is_respected_and_bad_arguments_are_named() -> None:
     growing = samples(0, 1000, 2000, 3000)
     assert check_memory_bounded(growing, tolerance_per_round=1000) is None
