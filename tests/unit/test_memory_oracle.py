@@ -13,6 +13,7 @@ import pytest
 from bench import memory_stores
 from kubesim import APIServer, MemorySample, MemorySampler, check_memory_bounded, run_watch_restarts
 from kubesim.checks.memory import default_tolerance
+from kubesim.cli.plot import legend
 from kubesim.checks.retained import measure_retained
 from kubesim.checks.sizes import SizesRound, check_sizes_bounded
 
@@ -125,6 +126,8 @@ def test_an_index_that_grows_while_the_live_set_does_not_is_flagged_by_sizes_alo
     assert violation.entry == "index"
     assert str(violation).startswith("sizes()['index'] grows from 100 to 550 entries")
     assert "live set goes from 56 to 56 objects" in str(violation)
+    # The picture's legend comes from the verdict: never "bounded" beside a climbing panel.
+    assert legend(report) == "store: GROWS (index grows)"
 
 
 def test_a_store_that_lists_once_and_returns_stopped_watching() -> None:
