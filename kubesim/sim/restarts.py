@@ -240,7 +240,7 @@ def run_watch_restarts(
         store = factory(api_client)
     except Exception as exc:  # the store's own code failed: a verdict, like a crash in run()
         sim.stop()
-        failure = StoreFailure(
+        built = StoreFailure(
             "crashed",
             -1,
             sim.server.request_count,
@@ -260,13 +260,13 @@ def run_watch_restarts(
             None,
             sim.trace.hexdigest(),
             [],
-            failure,
+            built,
         )
     check_store_contract(store, factory=label)
     roots = _roots(store, factory)
     rounds: list[RestartRound] = []
     samples: list[MemorySample] = []
-    failure = None
+    failure: StoreFailure | None = None
     try:
         for round_ in range(restarts + 1):
             try:

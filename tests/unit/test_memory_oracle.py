@@ -13,9 +13,9 @@ import pytest
 from bench import memory_stores
 from kubesim import APIServer, MemorySample, MemorySampler, check_memory_bounded, run_watch_restarts
 from kubesim.checks.memory import default_tolerance
-from kubesim.cli.plot import legend
 from kubesim.checks.retained import measure_retained
 from kubesim.checks.sizes import SizesRound, check_sizes_bounded
+from kubesim.cli.plot import legend
 
 
 def samples(*sizes: int) -> list[MemorySample]:
