@@ -28,10 +28,11 @@ from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, unif
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
+from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources
 from kubesim.server.selectors import FieldSelector, LabelSelector
-from kubesim.server.storage import ADDED, DELETED, MODIFIED, Key, Storage, Stored
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
 from kubesim.server.validation import validate_object
 from kubesim.server.watch import (
     WaitPolicy,
@@ -53,10 +54,17 @@ _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/ran
 
 
 class AutojumpWait:
-    """Default wait policy for in-process use with no simulation driving time.
+    """Wait policy for single-threaded scripts: virtual time jumps instead of passing.
 
     Nothing else can happen while the only caller waits, so virtual time jumps to the next
-    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task.
+    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task. A watch
+    with ``timeoutSeconds=3600`` ends at once, at virtual time 3600.
+
+    Not the default: with a second thread, a jump races past whatever that thread was about to
+    write, and a client that re-watches with no ``timeoutSeconds`` spins through watch after
+    watch. Opt in with ``APIServer(wait_policy=AutojumpWait())`` when one thread does all the
+    reading and writing. The simulation and the controlled scheduler use it only for callers
+    outside the run they drive.
     """
 
     def wait(self, stream: WatchStream) -> None:
@@ -82,7 +90,15 @@ class ListResult:
 
 
 class APIServer:
-    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed."""
+    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed.
+
+    ``wait_policy`` decides what a watch read with nothing ready does (see
+    :class:`~kubesim.server.watch.WaitPolicy`). The default, :class:`~kubesim.server.live.LiveWait`,
+    behaves like a live server: the read waits for a change (a write from any thread wakes it)
+    and virtual time follows the wall clock while it waits, so timeouts fire after real seconds.
+    :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
+    single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
+    """
 
     def __init__(
         self,
@@ -125,6 +141,9 @@ class APIServer:
         # Called (with the lock held) after every change a blocked watch reader may care about:
         # how a controlled scheduler learns that a parked watch read can proceed.
         self.change_listeners: list[Callable[[], None]] = []
+        # Called (with the lock held) with every committed write, right after it is stored:
+        # how an oracle sees every version the server ever emitted, whatever compaction forgets.
+        self.commit_listeners: list[Callable[[Event], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
         self._uid_choices = self.choices.fork("uid")
         self._name_choices = self.choices.fork("generateName")
@@ -137,7 +156,7 @@ class APIServer:
         self.watch_buffer = watch_buffer
         self.watch_list = watch_list
         self.expired_reason = expired_reason
-        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else AutojumpWait()
+        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
         self._watchers: dict[int, Watcher] = {}
         self._watch_ids = itertools.count(1)
@@ -231,6 +250,9 @@ class APIServer:
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
+        if self.commit_listeners:  # no allocation per write when nobody listens
+            for commit_listener in list(self.commit_listeners):
+                commit_listener(event)
         # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
@@ -707,11 +729,13 @@ class APIServer:
                     watcher.close_when_drained()
                 else:
                     watcher.after_rv = start
-                    for event in storage.events_after(start):
-                        if stall is not None and event.rv > stall.rv:
-                            break  # held by the stalled cache; delivered when it resumes
-                        if event.resource is resource:
-                            watcher.offer(event)
+                    # A stalled cache holds what came after it: delivered when it resumes.
+                    limit = stall.rv if stall is not None else storage.rv
+                    watcher.replay(
+                        e
+                        for e in storage.events_after(start)
+                        if e.resource is resource and e.rv <= limit
+                    )
             return stream
 
     def _expired_line(self, requested: int) -> bytes:
