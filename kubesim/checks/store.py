@@ -28,6 +28,9 @@ def _failure(recording: Recording) -> Violation | None:
     failure = recording.failure
     if failure is None:
         return None
+    cause = failure.__cause__
+    if cause is not None and type(cause).__name__ == "HotRequestLoop":
+        return Violation("progress", str(cause))
     text = str(failure).rstrip()
     head, _, rest = text.partition("\n")
     kind = type(failure).__name__

@@ -142,7 +142,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             on_example=on_example,
             max_time=args.max_time,
         )
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:  # StoreContractError is a ValueError
         progress.close()
         print(f"kubesim check: {exc}", file=sys.stderr)
         return EXIT_USAGE

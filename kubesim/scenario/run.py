@@ -44,6 +44,19 @@ class StoreStoppedWatching(RuntimeError):
     """The store's ``run()`` returned: it no longer keeps its cache fed."""
 
 
+# Requests a store may make between two quiescent points before the run calls it a hot loop.
+# A correct store makes a handful per fault (a relist is a few pages); a loop that re-requests
+# without ever waiting would otherwise never give control back, and the run would hang.
+HOT_LOOP_REQUESTS = 1_000
+
+
+class HotRequestLoop(BaseException):
+    """Raised into a store thread that made :data:`HOT_LOOP_REQUESTS` without waiting.
+
+    A ``BaseException``: the store's ``except Exception: retry`` must not swallow it.
+    """
+
+
 HOOKS = ("view", "read", "sizes", "workers", "effects", "stop")
 
 
@@ -75,8 +88,10 @@ class ScenarioRun:
         seed: int | str,
         setup: Setup,
         simulation: Any,
+        spec: str = "the factory",
     ) -> None:
         self.factory = factory
+        self.spec = spec
         self.seed = seed
         self.setup = setup
         self.sim = simulation
@@ -87,6 +102,17 @@ class ScenarioRun:
         self.store: Any = None
         self.recording = Recording(hooks=frozenset())
         self._round = 0
+        self._requests_at_round = 0
+        self.server.request_listeners.append(self._count_request)
+
+    def _count_request(self, method: str, path: str) -> None:
+        made = self.server.request_count - self._requests_at_round
+        if made > HOT_LOOP_REQUESTS:
+            raise HotRequestLoop(
+                f"the store made {made:,} API requests since the last quiescent point without "
+                f"waiting for anything (last: {method} {path}): a hot request loop (no backoff "
+                "after an error, or a re-watch that ends at once)"
+            )
 
     # -- World -------------------------------------------------------------------------------
     def live_pods(self) -> list[Key]:
@@ -112,7 +138,10 @@ class ScenarioRun:
 
     # -- running -----------------------------------------------------------------------------
     def _start_store(self) -> None:
+        from kubesim.sim.store import check_store_contract
+
         self.store = self.factory(self.sim.kubernetes_client())
+        check_store_contract(self.store, factory=self.spec)
         self.sim.start(self.store.run, name="store")
 
     def _read(self, reader: str, round_: int) -> None:
@@ -129,6 +158,7 @@ class ScenarioRun:
             self.server.create("pods", _pod(namespace, name), namespace=namespace)
 
     def observe(self, step: str, phase: str) -> Round:
+        self._requests_at_round = self.server.request_count
         store = self.store
         hooks = self.recording.hooks
         view = normalise_view(store.view()) if "view" in hooks else None

@@ -426,12 +426,12 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("compact", CompactHistory, "F4 F5 F9", "history compacted: 410 on old RVs"),
     StepKind("stall", StallWatchCache, "F6 F7", "watch cache stalls: stale lists, RV too large"),
     StepKind("resume", ResumeWatchCache, "F6 F7", "stalled watch cache catches up"),
-    StepKind("http-error", FailRequests, "", "HTTP 403/429/500/503/504 on list and watch"),
+    StepKind("http-error", FailRequests, "HTTP", "HTTP 403/429/500/503/504 on list and watch"),
     StepKind("bookmark", SendBookmarks, "F8", "bookmarks carrying only an RV"),
     StepKind("slow-consumer", SlowConsumerBurst, "F12", "burst of writes, small watch buffer"),
     StepKind("advance", AdvanceTime, "F1 F8 F13", "virtual time passes (timeouts, resyncs)"),
     StepKind("read", ReadConcurrently, "", "a reader thread calls read()"),
-    StepKind("crash", CrashAndRestart, "", "the store crashes and restarts"),
+    StepKind("crash", CrashAndRestart, "restart", "the store crashes and restarts"),
 )
 KINDS: dict[str, StepKind] = {row.kind: row for row in STEP_KINDS}
 

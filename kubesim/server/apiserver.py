@@ -161,6 +161,10 @@ class APIServer:
         self._watchers: dict[int, Watcher] = {}
         self._watch_ids = itertools.count(1)
         self.request_count = 0
+        # Called (lock held) with (method, path) before each request is served. A harness may
+        # raise a BaseException here to stop a client that loops on requests without ever
+        # waiting (kubesim.scenario's hot-loop guard); nothing else should raise.
+        self.request_listeners: list[Callable[[str, str], None]] = []
         self.request_failures = RequestFailures()
         self._stall: CacheStall | None = None
         for resource in builtin_resources():

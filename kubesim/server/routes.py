@@ -167,10 +167,12 @@ class _Target:
 
 
 def handle(server: APIServer, request: Request) -> Response:
-    """Serve one request. Never raises."""
+    """Serve one request. Never raises (``request_listeners`` may: see APIServer)."""
+    with server.lock:
+        server.request_count += 1
+        for listener in server.request_listeners:
+            listener(request.method, request.path)
     try:
-        with server.lock:
-            server.request_count += 1
         return _dispatch(server, request)
     except st.StatusError as error:
         return _status(error)

@@ -16,12 +16,13 @@ so the next check of the same store tries them first.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -79,6 +80,7 @@ class CheckReport:
     ran: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)
     kinds: Counter[str] = field(default_factory=Counter)
+    out_of_time: bool = False
 
     @property
     def ok(self) -> bool:
@@ -118,6 +120,7 @@ def check_store(
     database: ExampleDatabase | str | None = None,
     traced: Sequence[Any] = (),
     on_example: Callable[[CheckReport], None] | None = None,
+    max_time: float | None = None,
 ) -> CheckReport:
     """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
 
@@ -125,7 +128,8 @@ def check_store(
     by default the factory's module and qualified name. ``kinds`` narrows the step kinds drawn
     (see :data:`kubesim.testing.strategies.ALL_KINDS`). ``database``: an example database, a
     directory, or ``":memory:"`` for none. ``on_example`` is called after every example (for
-    progress bars).
+    progress bars). ``max_time``: seconds of wall time after which no new example is drawn
+    (shrinking a failure already found still completes).
     """
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")
@@ -134,9 +138,16 @@ def check_store(
     chosen = _checked_kinds(kinds)
     setup = setup if setup is not None else Setup()
     spec = spec or factory_spec(factory)
+    if max_time is not None and not max_time > 0:
+        raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
     report = CheckReport(factory=spec)
+    # Wall time only bounds how long the campaign draws; it never enters a run.
+    deadline = None if max_time is None else time.monotonic() + max_time
 
     def example(data: st.DataObject) -> None:
+        if deadline is not None and report.found is None and time.monotonic() > deadline:
+            report.out_of_time = True
+            reject()  # out of time: Hypothesis draws nothing more that runs
         steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
         schedule = data.draw(
             st.lists(

@@ -100,30 +100,36 @@ def steps(kind: str) -> st.SearchStrategy[Step]:
     return STEP_STRATEGIES[kind]
 
 
-@st.composite
 def scenarios(
-    draw: st.DrawFn,
     *,
     kinds: Sequence[str] = ALL_KINDS,
     min_steps: int = 0,
     max_steps: int = 12,
     swarm: bool = True,
-) -> list[Step]:
-    """A list of steps. With ``swarm``, each example enables its own subset of ``kinds``."""
+) -> st.SearchStrategy[list[Step]]:
+    """Lists of steps. With ``swarm``, each example enables its own subset of ``kinds``.
+
+    Arguments are checked here, when the strategy is built, not when it is first drawn from.
+    """
     chosen = _checked_kinds(kinds)
     if not 0 <= min_steps <= max_steps:
         raise ValueError(
             f"need 0 <= min_steps <= max_steps, got min_steps={min_steps}, max_steps={max_steps}"
         )
-    enabled = [k for k in chosen if draw(st.booleans())] if swarm else list(chosen)
-    if not enabled:
-        enabled = [chosen[0]] if min_steps else []
-    if not enabled:
-        return []
-    return draw(
-        st.lists(
-            st.one_of([STEP_STRATEGIES[k] for k in enabled]),
-            min_size=min_steps,
-            max_size=max_steps,
+
+    @st.composite
+    def draw_scenario(draw: st.DrawFn) -> list[Step]:
+        enabled = [k for k in chosen if draw(st.booleans())] if swarm else list(chosen)
+        if not enabled and min_steps:
+            enabled = [chosen[0]]
+        if not enabled:
+            return []
+        return draw(
+            st.lists(
+                st.one_of([STEP_STRATEGIES[k] for k in enabled]),
+                min_size=min_steps,
+                max_size=max_steps,
+            )
         )
-    )
+
+    return draw_scenario()
