@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kubesim.cli.schedule import add_parser as add_schedule
 
     add_schedule(commands)
+    from kubesim.cli.check import add_parsers as add_check
+
+    add_check(commands)
     return parser
 
 
@@ -281,7 +284,25 @@ def _schedule(args: argparse.Namespace) -> int:
     return cmd_schedule(args)
 
 
-COMMANDS = {"restarts": cmd_restarts, "serve": _serve, "schedule": _schedule}
+def _check(args: argparse.Namespace) -> int:
+    from kubesim.cli.check import cmd_check
+
+    return cmd_check(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from kubesim.cli.check import cmd_replay
+
+    return cmd_replay(args)
+
+
+COMMANDS = {
+    "restarts": cmd_restarts,
+    "serve": _serve,
+    "schedule": _schedule,
+    "check": _check,
+    "replay": _replay,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -166,10 +166,14 @@ class Watcher:
         if self._replaying:
             self._replayed += 1
             return
-        live = len(self._queue) - self._replayed
-        if self.buffer_limit is not None and live > self.buffer_limit:
+        if self.buffer_limit is not None and self.backlog > self.buffer_limit:
             # apiserver cache_watcher.go: "Forcing watcher close due to unresponsiveness".
             self.end(WatchEnd.CLOSED)
+
+    @property
+    def backlog(self) -> int:
+        """Live events queued and not yet read by the client (what ``buffer_limit`` bounds)."""
+        return len(self._queue) - self._replayed
 
     def bookmark(self, rv: int) -> None:
         if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
