@@ -1,5 +1,4 @@
 """Named mutants of the race oracles (kubesim/checks/races.py and its object helpers)."""
-# ruff: noqa: C408  (mutant lists are data, written as dict(name=..., ...))
 
 T = "tests/unit/test_race_oracles.py::"
 

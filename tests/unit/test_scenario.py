@@ -15,7 +15,6 @@ import sys
 import property_stores as stores
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kubesim.checks.store import judge
 from kubesim.scenario.run import Setup, run_scenario
