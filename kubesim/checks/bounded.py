@@ -10,6 +10,12 @@ exact, both required to stay flat:
   list of endpoints that gains two entries per pod per restart is a leak at any scale;
 - retained bytes (what is reachable from the store and nowhere else): growth per round beyond
   ``tolerance`` bytes is a violation, with the numbers.
+
+And at the end of the run, every ``sizes()`` entry must still be proportional to the live set
+(P-bound: ``size <= c x live + k``), with ``c`` the entry's entries per live object after
+setup (at least 1) and ``k`` = :data:`SLACK`: a dedup set that never forgets deleted objects,
+or an index that keeps the keys of pods long gone, fails this after churn even when the tail is
+flat.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from kubesim.checks.violation import Violation
 
 NEEDS: tuple[str, ...] = ()  # sizes() sharpens it; retained bytes need no hook
 DEFAULT_TOLERANCE_BYTES = 512
+SLACK = 2
 
 
 def tail(recording: Recording) -> list[Round]:
@@ -55,6 +62,7 @@ def check_bounded(
                 f"retained bytes grew {growth:,.0f} per round (tolerance {tolerance_bytes:,.0f}) "
                 f"with {live} live objects: {shown}"
             )
+    details.extend(_out_of_proportion(recording))
     if not details:
         return None
     return Violation(
@@ -62,3 +70,24 @@ def check_bounded(
         f"the store grows while the live set stays at {live} objects",
         tuple(details),
     )
+
+
+def _out_of_proportion(recording: Recording) -> list[str]:
+    setup = next((r for r in recording.rounds if r.phase == "setup"), None)
+    final = recording.rounds[-1] if recording.rounds else None
+    if setup is None or final is None or final is setup:
+        return []
+    live_then, live_now = len(setup.server), len(final.server)
+    out = []
+    for name, value in sorted(final.sizes.items()):
+        start = setup.sizes.get(name)
+        if start is None or live_then == 0:
+            continue
+        per_object = max(1.0, start / live_then)
+        limit = per_object * live_now + SLACK
+        if value > limit:
+            out.append(
+                f"sizes()[{name!r}] is {value:,} with {live_now} live objects at the end; it had "
+                f"{start:,} for {live_then} after setup, so at most {limit:,.0f} was expected"
+            )
+    return out
