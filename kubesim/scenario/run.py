@@ -103,6 +103,7 @@ class ScenarioRun:
         self.recording = Recording(hooks=frozenset())
         self._round = 0
         self._requests_at_round = 0
+        self._monitor: Any = None
         self.server.request_listeners.append(self._count_request)
 
     def _count_request(self, method: str, path: str) -> None:
@@ -145,10 +146,43 @@ class ScenarioRun:
         self.sim.start(self.store.run, name="store")
 
     def _read(self, reader: str, round_: int) -> None:
+        from kubesim.checks.races import SnapshotRead, check_reads_match_server
+
         before = self.server.resource_version
         result = self.store.read()
         after = self.server.resource_version
-        self.recording.reads.append(Read(reader, round_, _entries(result), before, after))
+        # Harness work: no scheduling point may interleave it with the store's threads.
+        with self.sim.scheduler.atomic():
+            objects = list(result.values()) if isinstance(result, Mapping) else list(result)
+            recording = self.recording
+            recording.reads.append(Read(reader, round_, _entries(result), before, after))
+            if self._monitor is not None:
+                self._monitor.handed_out(objects, reader=reader, step=round_)
+            if recording.versions is not None and all(_has_identity(o) for o in objects):
+                recording.snapshot_reads.append(
+                    SnapshotRead(reader, [_identity(o) for o in objects], round_, before, after)
+                )
+                recording.race_violations.extend(
+                    check_reads_match_server(
+                        [(reader, o, round_) for o in objects], recording.versions
+                    )
+                )
+
+    def _watch_reads(self) -> None:
+        """With a read() hook: record the server's versions and watch what reads hand out."""
+        from kubesim.checks.races import IsolationMonitor, ServerVersions
+
+        if "read" not in self.recording.hooks:
+            return
+        self.recording.versions = ServerVersions(self.server)
+        store_view = self.store.view if "view" in self.recording.hooks else None
+        self._monitor = IsolationMonitor(
+            held_by_store=(lambda: list(store_view().values())) if store_view else None
+        )
+
+    def _verify_isolation(self) -> None:
+        if self._monitor is not None:
+            self.recording.race_violations.extend(self._monitor.verify(step=self._round))
 
     def populate(self) -> None:
         for n in range(self.setup.namespaces):
@@ -159,6 +193,7 @@ class ScenarioRun:
 
     def observe(self, step: str, phase: str) -> Round:
         self._requests_at_round = self.server.request_count
+        self._verify_isolation()
         store = self.store
         hooks = self.recording.hooks
         view = normalise_view(store.view()) if "view" in hooks else None
@@ -250,6 +285,19 @@ def _pod(namespace: str, name: str) -> Any:
     )
 
 
+def _has_identity(obj: Any) -> bool:
+    from kubesim.checks._objects import resource_version_of, uid_of
+
+    return uid_of(obj) is not None and resource_version_of(obj) is not None
+
+
+def _identity(obj: Any) -> dict[str, Any]:
+    """Just what the snapshot oracle compares, frozen now: the store may reuse the object."""
+    from kubesim.checks._objects import resource_version_of, uid_of
+
+    return {"metadata": {"uid": str(uid_of(obj)), "resourceVersion": str(resource_version_of(obj))}}
+
+
 def _entries(result: Any) -> dict[str, Observed]:
     if isinstance(result, Mapping):
         return normalise_view(result)
@@ -327,6 +375,7 @@ def run_scenario(
         run.populate()
         run._start_store()
         recording.hooks = hooks_of(run.store)
+        run._watch_reads()
         run.observe("setup", "setup")
         run.apply(steps)
         run.quiesce()
