@@ -19,6 +19,7 @@ Every scenario ends the same way, so that the oracles can judge it:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -371,7 +372,9 @@ def run_scenario(
     sim = Simulation(seed=seed, **options)
     run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim)
     recording = run.recording
+    patches = contextlib.ExitStack()
     try:
+        patches.enter_context(_default_clients(sim.server))
         run.populate()
         run._start_store()
         recording.hooks = hooks_of(run.store)
@@ -390,8 +393,21 @@ def run_scenario(
         recording.failure = failure
     finally:
         sim.stop()
+        patches.close()
         recording.trace_hash = sim.trace.hexdigest()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def _default_clients(server: APIServer) -> contextlib.AbstractContextManager[Any]:
+    """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``) reach the
+    simulation too; without the kubernetes package there is nothing to point."""
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        return contextlib.nullcontext()
+    from kubesim.transport.kubernetes_client import patch_kubernetes
+
+    return patch_kubernetes(server)
 
 
 def _schedule_options(schedule: Sequence[int], traced: Sequence[Any]) -> dict[str, Any]:

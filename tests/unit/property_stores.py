@@ -151,3 +151,18 @@ def reflector(api_client: client.ApiClient) -> Reflector:
 
 def appending_watcher(api_client: client.ApiClient) -> AppendingWatcher:
     return AppendingWatcher(api_client)
+
+
+def own_client(api_client: client.ApiClient) -> Reflector:
+    """A store that ignores the client it is given and loads its own configuration."""
+    from kubernetes import config
+
+    config.load_kube_config()
+    return Reflector(client.ApiClient())
+
+
+def incluster_client(api_client: client.ApiClient) -> Reflector:
+    from kubernetes import config
+
+    config.load_incluster_config()
+    return Reflector(client.ApiClient())
