@@ -423,7 +423,14 @@ class Scheduler:
         same = 0
         last: tuple[object, ...] | None = None
         last_cpu: float | None = None
-        while not self._done.acquire(timeout=interval):
+        while True:
+            try:
+                if self._done.acquire(timeout=interval):
+                    return True
+            except BaseException:
+                # Interrupted (Ctrl-C, a test's timeout): the holder still runs; never resume it.
+                self.abandoned = self.current
+                raise
             self.watchdog_samples += 1
             holder = self.current
             if holder is None or holder.ident is None:
@@ -442,7 +449,6 @@ class Scheduler:
                 self.abandoned = holder
                 self._fail(self._blocked_outside(holder, stuck=same >= stuck_samples))
                 return False
-        return True
 
     # -- scheduling points ------------------------------------------------------------------
     def _global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:

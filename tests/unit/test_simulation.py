@@ -253,10 +253,11 @@ def test_a_store_blocked_on_a_real_lock_is_named_within_seconds() -> None:
 
     try:
         with pytest.raises(StoreBlockedOutsideSimulation) as blocked:
-            with Simulation(seed=1, stuck_after=1.0) as sim:
+            # The cap (handoff_timeout) is the last resort; the watchdog must report first.
+            with Simulation(seed=1, stuck_after=1.0, handoff_timeout=8.0) as sim:
                 sim.start(blocked_store, name="gatekeeper")
         message = str(blocked.value)
-        assert "'gatekeeper'" in message
+        assert "'gatekeeper' has not moved for 1 s" in message
         assert "gate.acquire()  # the line the report must show" in message
         assert "left behind" in message
         assert blocked.value.__context__ is None  # reported once, not chained onto itself
