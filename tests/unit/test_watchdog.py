@@ -24,7 +24,7 @@ def test_a_thread_blocked_on_a_real_lock_ends_the_run_with_its_stack() -> None:
 
     def scenario() -> None:
         threading.Thread(target=sleeper, name="sleeper", daemon=True).start()
-        time.sleep(0)
+        time.sleep(1)  # the sleeper starts its hour-long sleep
         gate.acquire()  # blocks in C, holding the baton
 
     scheduler = Scheduler(strategy=Preemptions([]), stuck_after=1.0, handoff_timeout=8.0)
