@@ -15,6 +15,16 @@ waits, virtual time jumps to the next deadline (trio's autojump), so an hour of 
 with timeouts runs in milliseconds. When nothing can ever wake a thread, that is a
 :class:`~kubesim.sched.errors.Deadlock`, reported with every thread's stack and what it waits for.
 
+Two ways to drive a run: :meth:`Scheduler.run` runs a scenario function as thread 0 and moves
+virtual time itself; :meth:`Scheduler.start_external` lets the calling thread drive (a
+:class:`~kubesim.sim.simulation.Simulation`): it spawns threads and runs them until every one
+waits, then applies the next step itself, and virtual time moves only when it moves the clock.
+
+Only a running thread has scheduling points (timer callbacks fired while every thread waits run
+with none), and the strategy is never asked to choose among no thread. A thread that holds the
+baton but sits still on something the scheduler does not control is found by a watchdog in the
+controller within seconds (:data:`DEFAULT_STUCK_AFTER`) and reported with its stack.
+
 Threads started by controlled code are adopted (``Thread.start`` is patched for the run); a
 thread the scheduler does not control that touches a simulated primitive is a loud
 :class:`~kubesim.sched.errors.UncontrolledThread` error, never a silent pass.
@@ -111,8 +121,8 @@ class ControlledThread:
         "id",
         "ident",
         "joined",
-        "native_id",
         "name",
+        "native_id",
         "park",
         "state",
         "thread",
@@ -529,7 +539,9 @@ class Scheduler:
         while True:
             runnable = self._runnable()
             if runnable:
-                chosen = self.threads[self._choose(at_point=False, current=ct.id, runnable=runnable)]
+                chosen = self.threads[
+                    self._choose(at_point=False, current=ct.id, runnable=runnable)
+                ]
                 if chosen is ct:
                     return
                 if finished:
@@ -775,7 +787,9 @@ class Scheduler:
         if self.closed:
             raise RuntimeError(f"{what}(): this run has finished")
         if threading.get_ident() != self._controller:
-            raise RuntimeError(f"{what}() must be called by the driver, the thread that started the run")
+            raise RuntimeError(
+                f"{what}() must be called by the driver, the thread that started the run"
+            )
 
     def _quiesce(self, ct: ControlledThread) -> None:
         """Hand control back to the driver: no controlled thread can run."""

@@ -131,7 +131,7 @@ def make_atomic(server: APIServer) -> APIServer:
     Call it right after constructing the server, before anyone else uses it.
     """
     server.lock = _AtomicLock()  # type: ignore[assignment]
-    server.changed = patches.ORIGINAL_CONDITION(server.lock)  # type: ignore[arg-type]
+    server.changed = patches.ORIGINAL_CONDITION(server.lock)
     return server
 
 

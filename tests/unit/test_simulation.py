@@ -158,7 +158,8 @@ def test_a_store_whose_run_waits_on_an_event_its_worker_sets() -> None:
         sim.server.create("pods", make_pod("a", "default"))
         store = WorkerStore(sim.kubernetes_client())
         sim.start(store.run)
-        assert store.ready_seen and store.listed == ["a"]
+        assert store.ready_seen
+        assert store.listed == ["a"]
         sim.server.create("pods", make_pod("b", "default"))
         sim.settle()
         assert store.watcher.seen == [("ADDED", "a"), ("ADDED", "b")]
@@ -252,10 +253,12 @@ def test_a_store_blocked_on_a_real_lock_is_named_within_seconds() -> None:
         gate.acquire()  # the line the report must show
 
     try:
-        with pytest.raises(StoreBlockedOutsideSimulation) as blocked:
-            # The cap (handoff_timeout) is the last resort; the watchdog must report first.
-            with Simulation(seed=1, stuck_after=1.0, handoff_timeout=8.0) as sim:
-                sim.start(blocked_store, name="gatekeeper")
+        # The cap (handoff_timeout) is the last resort; the watchdog must report first.
+        with (
+            pytest.raises(StoreBlockedOutsideSimulation) as blocked,
+            Simulation(seed=1, stuck_after=1.0, handoff_timeout=8.0) as sim,
+        ):
+            sim.start(blocked_store, name="gatekeeper")
         message = str(blocked.value)
         assert "'gatekeeper' has not moved for 1 s" in message
         assert "gate.acquire()  # the line the report must show" in message
@@ -289,7 +292,8 @@ def test_the_driver_spawns_readers_that_run_with_the_store() -> None:
         sim.start(store.run)
         reads: list[list[tuple[str, str]]] = []
         reader = sim.spawn(lambda: reads.append(list(store.seen)), name="reader")
-        assert not reader.finished and reads == []  # it runs at the next settle
+        assert not reader.finished
+        assert reads == []
         sim.server.create("pods", make_pod("b", "default"))
         sim.settle()
         assert reader.finished
@@ -310,7 +314,8 @@ def test_the_driver_can_set_an_event_the_store_waits_on() -> None:
         assert woke == []
         box["go"].set()  # from the driver, between settles
         sim.settle()
-        assert woke == [True] and sim.store_finished
+        assert woke == [True]
+        assert sim.store_finished
 
 
 class Counter:
