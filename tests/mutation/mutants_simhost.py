@@ -53,8 +53,7 @@ MUTANTS = [
         "old": "            if self.external:\n                # Every controlled thread waits",
         "new": "            if False:\n                # Every controlled thread waits",
         "tests": [
-            "tests/unit/test_simulation.py::"
-            "test_a_store_polling_with_sleep_sees_a_write_after_virtual_seconds",
+            "tests/unit/test_simulation.py::test_the_driver_can_set_an_event_the_store_waits_on",
         ],
         "why": "settle() would move virtual time (or report a deadlock) instead of handing back",
     },
