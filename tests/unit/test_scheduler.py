@@ -121,7 +121,7 @@ def test_hypothesis_shrinks_a_race_to_one_or_two_preemptions() -> None:
     assert match is not None, notes
     # 3.10/3.11 shrink to 1-2 preemptions. On 3.12+ line events are points too (see
     # scheduler._OPCODES_FROM_LINE_EVENT), and the minimum found so far is 4 ([0, 1, 2, 92]).
-    bound = 2 if sys.version_info < (3, 12) else 4
+    bound = 2
     assert 1 <= len(json.loads(match.group(1))) <= bound
 
 
