@@ -182,7 +182,7 @@ class MonitoringPoints(Points):
         events = mon.events
         try:
             mon.set_events(tool, 0)
-            for code in self.instrumented:
+            for code in list(self.instrumented):
                 mon.set_local_events(tool, code, 0)
             # free_tool_id leaves callbacks and events in place on 3.12 and 3.13
             # (CPython issue 111963): clear them first.
@@ -190,8 +190,8 @@ class MonitoringPoints(Points):
                 mon.register_callback(tool, event, None)
         finally:
             mon.free_tool_id(tool)
-            # Our DISABLEs of PY_START would outlive the tool, and the next run would not
-            # discover code it needs: re-arm every disabled event.
+            # A DISABLE is documented to last until restart_events(), tool or no tool: re-arm
+            # them, or the next run might never hear of code it must instrument.
             mon.restart_events()
 
 
@@ -203,9 +203,9 @@ def _take_tool_id() -> int:
             return tool
     held = ", ".join(f"{tool} by {mon.get_tool(tool)!r}" for tool in TOOL_IDS)
     raise MonitoringToolBusy(
-        f"kubesim needs a free sys.monitoring tool id for its scheduling points, but every id it "
-        f"can use is held ({held}); a controlled run cannot nest in another one, and another "
-        "tool holding these ids must be stopped for the run"
+        f"kubesim needs a free sys.monitoring tool id for its scheduling points (it takes "
+        f"{TOOL_IDS[0]}, or {TOOL_IDS[1]} if that is held), but both are held: {held}. Stop one "
+        "of those tools for the controlled run"
     )
 
 
