@@ -3,7 +3,8 @@
 Two runs with the same seed must produce the same trace hash (the determinism contract in
 ARCHITECTURE.md). Records are tuples of str/int/float/None; the hash is sha256 over a
 canonical encoding, updated as records arrive, so a long run does not have to keep every
-record in memory. The most recent records are kept for failure reports.
+record in memory. The most recent records are kept for failure reports; ``keep_all=True`` keeps
+every record (``records``), for diagnosing where two runs that should agree diverge.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ Field = str | int | float | bool | None
 
 
 class Trace:
-    def __init__(self, *, keep_last: int = 200) -> None:
+    def __init__(self, *, keep_last: int = 200, keep_all: bool = False) -> None:
         self._hasher = hashlib.sha256()
         self.count = 0
         self.recent: deque[tuple[Field, ...]] = deque(maxlen=keep_last)
+        # Every record, in order: only for diagnosis (a long run makes this large).
+        self.records: list[tuple[Field, ...]] | None = [] if keep_all else None
 
     def record(self, kind: str, *fields: Field) -> None:
         entry = (kind, *fields)
@@ -28,6 +31,8 @@ class Trace:
         self._hasher.update(b"\n")
         self.count += 1
         self.recent.append(entry)
+        if self.records is not None:
+            self.records.append(entry)
 
     def hexdigest(self) -> str:
         return self._hasher.copy().hexdigest()

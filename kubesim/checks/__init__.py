@@ -7,11 +7,29 @@ from kubesim.checks.memory import (
     check_memory_bounded,
     growth_per_round,
 )
+from kubesim.checks.races import (
+    IsolationMonitor,
+    RaceViolation,
+    ServerVersions,
+    SnapshotRead,
+    check_reads_match_server,
+    check_snapshot_consistency,
+    check_snapshot_reads,
+    fingerprint,
+)
 
 __all__ = [
+    "IsolationMonitor",
     "MemorySample",
     "MemorySampler",
     "MemoryViolation",
+    "RaceViolation",
+    "ServerVersions",
+    "SnapshotRead",
     "check_memory_bounded",
+    "check_reads_match_server",
+    "check_snapshot_consistency",
+    "check_snapshot_reads",
+    "fingerprint",
     "growth_per_round",
 ]

@@ -3,13 +3,12 @@
 ``kubesim restarts``: run stores across watch restarts in the deterministic simulation and
 report the memory they retain (the KubeArmor reproduction is the README's main job).
 ``kubesim serve``: the fake API server on a real HTTP port, for kubectl and any client.
+``kubesim schedule``: run one controlled thread schedule again (the replay ``explore`` prints).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,36 +19,18 @@ EXIT_USAGE = 2
 
 
 def load_factory(spec: str) -> Any:
-    """Resolve ``module:attribute`` (e.g. ``models.kubearmor:before_pr1553``) to a callable.
+    """Resolve a factory spec (``module:attribute`` or ``path/to/file.py:attribute``).
 
-    The current directory is importable, as for ``python -m``, so a repository's own
-    ``models`` or ``tests`` packages can be named.
+    The CLI face of :func:`kubesim.sim.store.load_factory`: a bad spec raises
+    ``argparse.ArgumentTypeError`` with the same message, for a usage error (exit 2).
     """
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise argparse.ArgumentTypeError(
-            "expected a store factory as module:attribute "
-            f"(e.g. models.kubearmor:before_pr1553), got {spec!r}"
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    from kubesim.sim.store import StoreContractError
+    from kubesim.sim.store import load_factory as resolve
+
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise argparse.ArgumentTypeError(
-            f"cannot import {module_name!r} for {spec!r}: {exc}"
-        ) from exc
-    target: Any = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise argparse.ArgumentTypeError(
-                f"{module_name!r} has no attribute {attribute!r}"
-            ) from None
-    if not callable(target):
-        raise argparse.ArgumentTypeError(f"{spec!r} is not callable")
-    return target
+        return resolve(spec)
+    except StoreContractError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _positive(text: str) -> int:
@@ -65,6 +46,7 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubesim",
+        allow_abbrev=False,
         description=(
             "Deterministic simulation and property testing for Kubernetes client-side stores."
         ),
@@ -73,12 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     restarts = commands.add_parser(
         "restarts",
+        allow_abbrev=False,  # --pod must not be taken for --pods
         help="run stores across watch restarts and report the memory they retain",
         description=(
             "Run each store (module:factory) against the fake API server in the deterministic "
             "simulation: N pods, then R watch restarts. After every restart, print what the store "
-            "retains. --leaky/--bounded state what you expect; the exit status is 1 if a store "
-            "does not behave as stated."
+            "retains (bytes reachable from the store and its module's globals) and its sizes(). "
+            "--leaky/--bounded state what you expect; the exit status is 1 if a store does not "
+            "behave as stated, crashes or stops watching, 2 on a usage error."
         ),
     )
     restarts.add_argument("stores", nargs="*", metavar="MODULE:FACTORY", help="stores to measure")
@@ -106,12 +90,23 @@ def build_parser() -> argparse.ArgumentParser:
         default="expire",
         help="how watches end: clean close (expire) or abrupt cut (drop)",
     )
+    restarts.add_argument(
+        "--churn",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before every restart, replace the N oldest pods by new ones (default 0)",
+    )
     restarts.add_argument("--seed", default="0")
     restarts.add_argument(
         "--tolerance",
         type=float,
         default=None,
-        help="bytes per restart a bounded store may grow (default: 1%% of its size, >= 1 KiB)",
+        help=(
+            "bytes per restart a bounded store may grow (default: 0.05%% of what it retains, at "
+            "least 256; see docs/explanation/memory-oracle.md). A sizes() entry that grows is "
+            "a leak whatever the tolerance"
+        ),
     )
     restarts.add_argument(
         "--plot", metavar="PNG", help="draw memory over restarts to this PNG file"
@@ -119,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser(
         "serve",
+        allow_abbrev=False,
         help="serve the fake API server over HTTP (kubectl, client-go, any client)",
         description=(
             "Serve the fake Kubernetes API server over HTTP. The first line printed holds its URL."
@@ -154,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--seed", default="0")
     serve.add_argument("--pods", type=int, default=0, help="pre-populate this many pods")
+
+    from kubesim.cli.schedule import add_parser as add_schedule
+
+    add_schedule(commands)
+    from kubesim.cli.check import add_parsers as add_check
+
+    add_check(commands)
     return parser
 
 
@@ -162,15 +165,32 @@ def _seed(text: str) -> int | str:
 
 
 def cmd_restarts(args: argparse.Namespace) -> int:
-    from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
+    from kubesim.sim.restarts import (
+        BOUNDED,
+        GROWS,
+        RestartReport,
+        RestartRound,
+        run_watch_restarts,
+    )
+    from kubesim.sim.store import StoreContractError
 
     plan: list[tuple[str, str | None]] = [(s, None) for s in args.stores]
-    plan += [(s, "grows") for s in args.leaky] + [(s, "bounded") for s in args.bounded]
+    plan += [(s, GROWS) for s in args.leaky] + [(s, BOUNDED) for s in args.bounded]
     if not plan:
         print(
             "kubesim restarts: name at least one store (MODULE:FACTORY, --leaky or --bounded)",
             file=sys.stderr,
         )
+        return EXIT_USAGE
+    if not 0 <= args.churn <= args.pods:
+        print(
+            f"kubesim restarts: --churn must be between 0 and --pods ({args.pods}), "
+            f"got {args.churn}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.tolerance is not None and args.tolerance < 0:
+        print(f"kubesim restarts: --tolerance must be >= 0, got {args.tolerance}", file=sys.stderr)
         return EXIT_USAGE
     try:
         factories = [(spec, load_factory(spec), expect) for spec, expect in plan]
@@ -195,33 +215,38 @@ def cmd_restarts(args: argparse.Namespace) -> int:
             sizes = " ".join(f"{k}={v}" for k, v in sorted(done.sizes.items()))
             print(f"{done.round:>7} {done.retained_bytes:>15,} {growth:>+12,}  {sizes}", flush=True)
 
-        report = run_watch_restarts(
-            factory,
-            name=spec.split(":")[-1],
-            seed=seed,
-            pods=args.pods,
-            containers=args.containers,
-            namespaces=args.namespaces,
-            restarts=args.restarts,
-            fault=args.fault,
-            tolerance_per_round=args.tolerance,
-            on_round=show,
-        )
+        try:
+            report = run_watch_restarts(
+                factory,
+                name=spec.split(":")[-1],
+                seed=seed,
+                pods=args.pods,
+                containers=args.containers,
+                namespaces=args.namespaces,
+                restarts=args.restarts,
+                fault=args.fault,
+                churn=args.churn,
+                tolerance_per_round=args.tolerance,
+                on_round=show,
+            )
+        except StoreContractError as exc:
+            print(f"kubesim restarts: {spec}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         reports.append(report)
     failures = 0
     print("\n== verdict")
     for (spec, _, expect), report in zip(factories, reports, strict=False):
-        verdict = "GROWS" if report.grows else "BOUNDED"
-        print(
-            f"{spec}: {verdict}, {report.growth_per_round:+,.0f} bytes per restart "
-            f"(trace {report.trace_hash[:16]})"
-        )
-        if report.violation is not None:
-            for line in str(report.violation).splitlines():
-                print(f"    {line}")
-        if expect is not None and (expect == "grows") != report.grows:
+        verdict = report.verdict
+        if report.failure is None:
+            verdict += f", {report.growth_per_round:+,.0f} bytes per restart"
+        print(f"{spec}: {verdict} (trace {report.trace_hash[:16]})")
+        for line in report.explain():
+            print(f"    {line}")
+        if report.failure is not None:
             failures += 1
-            print(f"    expected it to be {'leaky' if expect == 'grows' else 'bounded'}: FAILED")
+        elif expect is not None and expect != report.verdict:
+            failures += 1
+            print(f"    expected it to be {'leaky' if expect == GROWS else 'bounded'}: FAILED")
     replay = " ".join(
         [
             "kubesim restarts",
@@ -233,7 +258,9 @@ def cmd_restarts(args: argparse.Namespace) -> int:
             f"--namespaces {args.namespaces}",
             f"--restarts {args.restarts}",
             f"--fault {args.fault}",
+            *([f"--churn {args.churn}"] if args.churn else []),
             f"--seed {args.seed}",
+            *([f"--tolerance {args.tolerance:g}"] if args.tolerance is not None else []),
         ]
     )
     if args.plot:
@@ -251,7 +278,31 @@ def _serve(args: argparse.Namespace) -> int:
     return cmd_serve(args)
 
 
-COMMANDS = {"restarts": cmd_restarts, "serve": _serve}
+def _schedule(args: argparse.Namespace) -> int:
+    from kubesim.cli.schedule import cmd_schedule
+
+    return cmd_schedule(args)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from kubesim.cli.check import cmd_check
+
+    return cmd_check(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from kubesim.cli.check import cmd_replay
+
+    return cmd_replay(args)
+
+
+COMMANDS = {
+    "restarts": cmd_restarts,
+    "serve": _serve,
+    "schedule": _schedule,
+    "check": _check,
+    "replay": _replay,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,20 @@ if TYPE_CHECKING:
     from kubesim.sim.restarts import RestartReport
 
 
+def legend(report: RestartReport) -> str:
+    """A store's legend entry, from its verdict (never "bounded" beside a climbing line)."""
+    verdict = report.verdict
+    if verdict == "GROWS":
+        if report.violation is not None:
+            detail = f"{report.growth_per_round / 1024:+,.1f} KiB/restart"
+        else:
+            detail = ", ".join(f"{v.entry} grows" for v in report.sizes_violations)
+        return f"{report.name}: GROWS ({detail})"
+    if report.failure is not None:
+        return f"{report.name}: {verdict} at round {report.failure.round}"
+    return f"{report.name}: BOUNDED ({report.growth_per_round:+,.0f} B/restart)"
+
+
 def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "") -> None:
     """Retained memory and structure sizes over restarts, all stores on one figure (PNG)."""
     try:
@@ -26,15 +40,10 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
     for report in reports:
         xs = [r.round for r in report.rounds]
         ys = [r.retained_bytes / 1024 for r in report.rounds]
-        verdict = (
-            f"grows {report.growth_per_round / 1024:,.1f} KiB/restart"
-            if report.grows
-            else "bounded"
-        )
-        memory_ax.plot(xs, ys, marker="o", markersize=3, label=f"{report.name} ({verdict})")
+        memory_ax.plot(xs, ys, marker="o", markersize=3, label=legend(report))
     memory_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     memory_ax.set_xlabel("watch restarts")
-    memory_ax.set_ylabel("retained by the store (KiB, tracemalloc)")
+    memory_ax.set_ylabel("retained by the store (KiB, reachable objects)")
     memory_ax.set_title("Memory over watch restarts")
     memory_ax.set_ylim(bottom=0)
     memory_ax.grid(True, alpha=0.3)
@@ -46,7 +55,13 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
                 xs = [r.round for r in report.rounds if key in r.sizes]
                 ys = [r.sizes[key] for r in report.rounds if key in r.sizes]
                 if xs:
-                    sizes_ax.plot(xs, ys, marker=".", label=f"{report.name}: {key}")
+                    grows = any(v.entry == key for v in report.sizes_violations)
+                    sizes_ax.plot(
+                        xs,
+                        ys,
+                        marker=".",
+                        label=f"{report.name}: {key}" + (" (GROWS)" if grows else ""),
+                    )
         sizes_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         sizes_ax.set_xlabel("watch restarts")
         sizes_ax.set_ylabel("entries")
@@ -56,10 +71,11 @@ def plot_restarts(reports: Sequence[RestartReport], path: str, *, title: str = "
         sizes_ax.legend(fontsize=8)
     first = reports[0] if reports else None
     if first is not None:
+        verdicts = "; ".join(f"{r.name} {r.verdict}" for r in reports)
         fig.suptitle(
             title
             or f"{first.pods} pods x {first.containers} containers, {first.restarts} restarts "
-            f"({first.fault}), seed {first.seed}",
+            f"({first.fault}), seed {first.seed}: {verdicts}",
             fontsize=10,
         )
     fig.tight_layout()

@@ -1,7 +1,8 @@
 """Controlled concurrency: a deterministic scheduler for the store's threads.
 
-See :mod:`kubesim.sched.scheduler` for the design and :func:`kubesim.sched.explore.explore` for
-the entry point that runs many schedules and reports the first failure with its replay.
+See :mod:`kubesim.sched.scheduler` for the design and :func:`explore` for the entry point that
+runs many schedules and reports the first failure (:class:`Found`) with its replay: a
+``kubesim schedule`` command, or the equivalent :func:`run_schedule` call.
 :mod:`kubesim.sched.aio` is the asyncio counterpart: a deterministic event loop and ``run``.
 """
 
@@ -19,8 +20,18 @@ from kubesim.sched.errors import (
     ThreadCrashed,
     UncontrolledThread,
 )
+from kubesim.sched.explore import Exploration, Found, explore, run_schedule
 from kubesim.sched.scheduler import RunResult, Scheduler
-from kubesim.sched.strategies import PCT, Preemptions, RandomWalk, Strategy, portfolio
+from kubesim.sched.strategies import (
+    PCT,
+    InvalidStrategy,
+    Preemptions,
+    RandomWalk,
+    Strategy,
+    describe_strategy,
+    parse_strategy,
+    portfolio,
+)
 
 __all__ = [
     "PCT",
@@ -28,6 +39,9 @@ __all__ = [
     "AsyncLivelock",
     "Deadlock",
     "DeterministicEventLoop",
+    "Exploration",
+    "Found",
+    "InvalidStrategy",
     "Livelock",
     "NondeterminismDetected",
     "Preemptions",
@@ -39,5 +53,9 @@ __all__ = [
     "Strategy",
     "ThreadCrashed",
     "UncontrolledThread",
+    "describe_strategy",
+    "explore",
+    "parse_strategy",
     "portfolio",
+    "run_schedule",
 ]

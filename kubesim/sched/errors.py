@@ -30,7 +30,25 @@ class UncontrolledThread(ScheduleFailure):
 
 
 class NondeterminismDetected(ScheduleFailure):
-    """Replaying the same schedule gave a different trace: uncontrolled nondeterminism."""
+    """Replaying the same schedule gave a different trace: uncontrolled nondeterminism.
+
+    When the difference was located, ``record`` is the index of the first trace record where
+    a run and its replay differ, and ``run_record``/``replay_record`` are those two records
+    (None for a run that had already ended there).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        record: int | None = None,
+        run_record: tuple[object, ...] | None = None,
+        replay_record: tuple[object, ...] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.record = record
+        self.run_record = run_record
+        self.replay_record = replay_record
 
 
 class _Abort(BaseException):

@@ -33,8 +33,13 @@ class SimLock(Waitable):
         self._real = _thread.allocate_lock()  # used only outside controlled runs
 
     def describe(self) -> str:
-        owner = f" held by thread {self._owner.name!r}" if self._owner else ""
-        return f"{type(self).__name__} at {id(self):#x}{owner}"
+        # Named by its holder, never by id(): an address differs per run, and reports must read
+        # the same in a replay.
+        if self._owner is None:
+            return f"{type(self).__name__} (not held)"
+        return (
+            f"{type(self).__name__} held by thread {self._owner.name!r} (thread {self._owner.id})"
+        )
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         scheduler = _sched.active()
@@ -164,7 +169,7 @@ class _Waiter(Waitable):
         self.notified = False
 
     def describe(self) -> str:
-        return f"Condition at {id(self.condition):#x}"
+        return "a Condition's notify"
 
 
 class SimCondition:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import _thread
 import enum
+import os
+import re
 import sys
 import threading
 import traceback
@@ -279,7 +281,7 @@ class Scheduler:
         if thread is not None:
             self._by_thread[thread] = ct
         self.strategy.on_spawn(ct.id)
-        self.trace.record("spawn", ct.id, name)
+        self.trace.record("spawn", ct.id, _stable(name))
         return ct
 
     def _start_real_thread(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
@@ -290,8 +292,19 @@ class Scheduler:
         patches_original_start()(real)
 
     def adopt(self, thread: threading.Thread) -> None:
-        """Take over a ``threading.Thread`` that controlled code is starting."""
+        """Take over a ``threading.Thread`` that controlled code is starting.
+
+        A thread with threading's default name (``Thread-N`` or ``Thread-N (target)``) is renamed
+        ``Thread-<controlled id>``, keeping the ``(target)`` suffix: names are per run, not per
+        process, so a replay names its threads as the run it replays did.
+        """
         self.require_current("Thread.start")
+        # threading's default names count up over the whole process ("Thread-7 (bump)"), so the
+        # same schedule would name its threads differently in every run and the trace (spawn
+        # records, failure messages) would differ: number them by controlled id instead.
+        default = _DEFAULT_THREAD_NAME.match(thread.name)
+        if default is not None:
+            thread.name = f"Thread-{len(self.threads)}{default.group(1) or ''}"
         ct = self._new_thread(thread.name, thread)
         run = thread.run
         thread.run = lambda: self._thread_main(ct, run)  # type: ignore[method-assign]
@@ -427,7 +440,8 @@ class Scheduler:
                 self._fail(
                     Livelock(
                         f"virtual time would pass max_time={self.max_time} s (next deadline "
-                        f"{deadline:.3f} s) with every thread waiting; raise max_time if intended"
+                        f"{deadline:.3f} s) with every thread waiting; raise max_time if intended\n"
+                        + self._thread_report()
                     )
                 )
                 raise _Abort
@@ -435,6 +449,14 @@ class Scheduler:
             self.clock.advance_to(deadline)
 
     def _time_can_help(self) -> bool:
+        """True when moving virtual time could wake a blocked thread.
+
+        A pending timer alone is not enough (a server's bookmark ticker, an unrelated
+        ``call_later``): only a blocked thread with a timeout of its own, or one waiting on
+        something that time wakes (a watch read), can be helped. Otherwise two threads stuck on
+        each other's locks next to a ticking timer would autojump forever instead of being
+        reported as the deadlock they are.
+        """
         if self.clock.next_deadline() is None:
             return False
         return any(
@@ -507,7 +529,10 @@ class Scheduler:
     def _fail(self, error: BaseException) -> None:
         if self.failure is None:
             self.failure = error
-            self.trace.record("failure", type(error).__name__, str(error).splitlines()[0][:200])
+            # The first line only, without the 0x... ids an exception text may carry (an object's
+            # default repr): those differ per run and would make the replay's trace differ.
+            first = (str(error).splitlines() or [""])[0]
+            self.trace.record("failure", type(error).__name__, _stable(first)[:200])
 
     def _stacks(self) -> dict[int, str]:
         frames = sys._current_frames()
@@ -525,17 +550,22 @@ class Scheduler:
         )
 
     def _thread_report(self) -> str:
-        """Each unfinished thread, what it waits for, and (for parked ones) its stack."""
-        stacks = self._stacks()
+        """Each unfinished thread, what it waits for, and where it is in its own code.
+
+        Stacks end at the thread's last frame outside :mod:`kubesim.sched` (the line that
+        blocked or was preempted), so the thread writing the report shows its own code too,
+        not the scheduler's. Descriptions never carry ``id()``s: they differ per run.
+        """
+        frames = sys._current_frames()
         lines: list[str] = []
         for t in self.threads:
             if t.state is State.FINISHED:
                 continue
             what = t.waiting_on.describe() if t.waiting_on else "nothing"
             lines.append(f"- thread {t.id} {t.name!r} waits for {what}")
-            stack = stacks.get(t.id)
-            if stack and t is not self.current:
-                lines.extend("    " + line for line in stack.rstrip().splitlines())
+            frame = frames.get(t.ident if t.ident is not None else -1)
+            if frame is not None:
+                lines.extend("    " + line for line in _user_stack(frame))
         return "\n".join(lines)
 
     def _blocked_outside(self) -> BaseException:
@@ -589,6 +619,25 @@ class _RealFlag:
         if self._set:
             self._lock.acquire()
             self._set = False
+
+
+_DEFAULT_THREAD_NAME = re.compile(r"Thread-\d+( \(.*\))?\Z")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_SCHED_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _stable(text: str) -> str:
+    """``text`` without memory addresses (``0x7f...``), which differ from run to run."""
+    return _ADDRESS.sub("0x?", text)
+
+
+def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:
+    """The last ``limit`` frames of a thread's stack without the scheduler's own frames (its
+    parking, and the thread bootstrap around the thread's target), so it ends in user code."""
+    summary = [f for f in traceback.extract_stack(frame) if not f.filename.startswith(_SCHED_DIR)]
+    while summary and summary[0].filename == threading.__file__:
+        summary.pop(0)
+    return "".join(traceback.format_list(summary[-limit:])).rstrip().splitlines()
 
 
 def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:

@@ -14,13 +14,17 @@ shrinks a failing schedule towards fewer preemptions.
 - :class:`Preemptions`: an explicit, sorted list of steps at which to switch to the next runnable
   thread in round-robin order. Hypothesis draws and shrinks this list directly
   (CHESS-style preemption bounding); it is the best-shrinking encoding we measured.
+
+:func:`describe_strategy` writes one of these as the text a person reads and a replay carries
+(``PCT(2, steps=1000)``); :func:`parse_strategy` reads that text back, without ``eval``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubesim._core import ChoiceSource
 
@@ -179,3 +183,112 @@ def portfolio(choices: ChoiceSource, *, steps: int = 1000) -> Strategy:
         PCT(3, steps),
     ]
     return options[choices.integer(0, len(options) - 1)]
+
+
+class InvalidStrategy(ValueError):
+    """Strategy text that :func:`parse_strategy` cannot read; the message says what it expects."""
+
+
+_EXPECTED = "RandomWalk(p), PCT(depth, steps=k) or Preemptions([step, ...])"
+
+
+def _default_name(strategy: Strategy) -> str | None:
+    if isinstance(strategy, RandomWalk):
+        return f"random(p={strategy.p:g})"
+    if isinstance(strategy, PCT):
+        return f"pct(depth={strategy.depth})"
+    if isinstance(strategy, Preemptions):
+        return f"preemptions({sorted(strategy.points)})"
+    return None
+
+
+def describe_strategy(strategy: Strategy) -> str | None:
+    """The constructor call that builds ``strategy`` afresh (``PCT(2, steps=1000)``).
+
+    None for a strategy that is not one of the three built-in ones: it cannot be written as
+    text. A custom ``name`` is kept, because the name goes into the run's trace.
+    """
+    if isinstance(strategy, RandomWalk):
+        text = f"RandomWalk({strategy.p!r}"
+    elif isinstance(strategy, PCT):
+        text = f"PCT({strategy.depth}, steps={strategy.steps}"
+    elif isinstance(strategy, Preemptions):
+        text = f"Preemptions({sorted(strategy.points)!r}"
+    else:
+        return None
+    if strategy.name != _default_name(strategy):
+        text += f", name={strategy.name!r}"
+    return text + ")"
+
+
+_PARAMETERS: dict[str, tuple[Callable[..., Strategy], tuple[str, ...]]] = {
+    "RandomWalk": (RandomWalk, ("p", "name")),
+    "PCT": (PCT, ("depth", "steps", "name")),
+    "Preemptions": (Preemptions, ("points", "name")),
+}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_ARGUMENT_TYPES: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "p": ("a number", lambda v: _is_int(v) or isinstance(v, float)),
+    "depth": ("an int", _is_int),
+    "steps": ("an int", _is_int),
+    "points": (
+        "a list of ints",
+        lambda v: isinstance(v, list | tuple) and all(_is_int(x) for x in v),
+    ),
+    "name": ("a str", lambda v: isinstance(v, str)),
+}
+
+
+def parse_strategy(text: str) -> Strategy:
+    """Build a strategy from the text :func:`describe_strategy` writes.
+
+    Accepts ``RandomWalk(p)``, ``PCT(depth, steps=k)`` and ``Preemptions([step, ...])`` (an
+    optional ``kubesim.sched.`` prefix, arguments by position or keyword, literals only, plus
+    ``name=``). Nothing is evaluated. Raises :class:`InvalidStrategy` saying what was wrong.
+    """
+    try:
+        return _parse(text)
+    except InvalidStrategy as exc:
+        raise InvalidStrategy(f"strategy={text!r}: {exc}") from None
+
+
+def _parse(text: str) -> Strategy:
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        raise InvalidStrategy(f"expected {_EXPECTED}") from None
+    if not isinstance(tree, ast.Call):
+        raise InvalidStrategy(f"expected {_EXPECTED}")
+    func = ast.unparse(tree.func).removeprefix("kubesim.sched.")
+    if func not in _PARAMETERS:
+        raise InvalidStrategy(f"unknown strategy {func!r}; expected {_EXPECTED}")
+    build, names = _PARAMETERS[func]
+    if len(tree.args) > len(names):
+        raise InvalidStrategy(f"{func} takes at most {len(names)} arguments ({', '.join(names)})")
+    kwargs: dict[str, Any] = {}
+    given = [(names[i], node) for i, node in enumerate(tree.args)]
+    given += [(kw.arg or "**", kw.value) for kw in tree.keywords]
+    for key, node in given:
+        if key not in names:
+            raise InvalidStrategy(f"{func} has no argument {key!r}; it takes {', '.join(names)}")
+        if key in kwargs:
+            raise InvalidStrategy(f"{func} got argument {key!r} twice")
+        try:
+            value = ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError):
+            raise InvalidStrategy(
+                f"{func} argument {key!r} must be a literal, got {ast.unparse(node)!r}"
+            ) from None
+        kind, check = _ARGUMENT_TYPES[key]
+        if not check(value):
+            raise InvalidStrategy(f"{func} argument {key!r} must be {kind}, got {value!r}")
+        kwargs[key] = value
+    try:
+        return build(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise InvalidStrategy(str(exc)) from None

@@ -27,10 +27,12 @@ from typing import Any
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
+from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
+from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources
 from kubesim.server.selectors import FieldSelector, LabelSelector
-from kubesim.server.storage import ADDED, DELETED, MODIFIED, Key, Storage, Stored
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
 from kubesim.server.validation import validate_object
 from kubesim.server.watch import (
     WaitPolicy,
@@ -52,10 +54,17 @@ _GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery util/ran
 
 
 class AutojumpWait:
-    """Default wait policy for in-process use with no simulation driving time.
+    """Wait policy for single-threaded scripts: virtual time jumps instead of passing.
 
     Nothing else can happen while the only caller waits, so virtual time jumps to the next
-    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task.
+    deadline (a watch timeout, a bookmark tick): trio's autojump with a single task. A watch
+    with ``timeoutSeconds=3600`` ends at once, at virtual time 3600.
+
+    Not the default: with a second thread, a jump races past whatever that thread was about to
+    write, and a client that re-watches with no ``timeoutSeconds`` spins through watch after
+    watch. Opt in with ``APIServer(wait_policy=AutojumpWait())`` when one thread does all the
+    reading and writing. The simulation and the controlled scheduler use it only for callers
+    outside the run they drive.
     """
 
     def wait(self, stream: WatchStream) -> None:
@@ -81,7 +90,15 @@ class ListResult:
 
 
 class APIServer:
-    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed."""
+    """A kube-apiserver for list/watch-fed stores, fully deterministic for a seed.
+
+    ``wait_policy`` decides what a watch read with nothing ready does (see
+    :class:`~kubesim.server.watch.WaitPolicy`). The default, :class:`~kubesim.server.live.LiveWait`,
+    behaves like a live server: the read waits for a change (a write from any thread wakes it)
+    and virtual time follows the wall clock while it waits, so timeouts fire after real seconds.
+    :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
+    single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
+    """
 
     def __init__(
         self,
@@ -124,6 +141,9 @@ class APIServer:
         # Called (with the lock held) after every change a blocked watch reader may care about:
         # how a controlled scheduler learns that a parked watch read can proceed.
         self.change_listeners: list[Callable[[], None]] = []
+        # Called (with the lock held) with every committed write, right after it is stored:
+        # how an oracle sees every version the server ever emitted, whatever compaction forgets.
+        self.commit_listeners: list[Callable[[Event], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
         self._uid_choices = self.choices.fork("uid")
         self._name_choices = self.choices.fork("generateName")
@@ -136,11 +156,17 @@ class APIServer:
         self.watch_buffer = watch_buffer
         self.watch_list = watch_list
         self.expired_reason = expired_reason
-        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else AutojumpWait()
+        self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
         self._watchers: dict[int, Watcher] = {}
         self._watch_ids = itertools.count(1)
         self.request_count = 0
+        # Called (lock held) with (method, path) before each request is served. A harness may
+        # raise a BaseException here to stop a client that loops on requests without ever
+        # waiting (kubesim.scenario's hot-loop guard); nothing else should raise.
+        self.request_listeners: list[Callable[[str, str], None]] = []
+        self.request_failures = RequestFailures()
+        self._stall: CacheStall | None = None
         for resource in builtin_resources():
             self.register(resource)
         self.namespace_resource = self.resource("namespaces")
@@ -228,15 +254,29 @@ class APIServer:
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
+        if self.commit_listeners:  # no allocation per write when nobody listens
+            for commit_listener in list(self.commit_listeners):
+                commit_listener(event)
         # The checksum pins the content (uids, labels, timestamps), not just the shape of a write.
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
         )
-        for watcher in list(self._watchers.values()):
-            if watcher.resource is resource:
-                watcher.offer(event)
+        if self._stall is not None:
+            self._stall.held.append(event)  # the watch cache has not seen it yet
+        else:
+            self._offer(event)
         self._notify_changed()
         return stored
+
+    def _offer(self, event: Any) -> None:
+        for watcher in list(self._watchers.values()):
+            if watcher.resource is event.resource:
+                watcher.offer(event)
+
+    @property
+    def cache_resource_version(self) -> int:
+        """The RV the watch cache is at: storage's, unless the cache is stalled."""
+        return self._stall.rv if self._stall is not None else self.storage.rv
 
     def _check_body(self, resource: ResourceType, obj: Any, namespace: str | None) -> JSON:
         if not isinstance(obj, dict):
@@ -565,10 +605,21 @@ class APIServer:
         limit: int | None,
         start: Key | None,
     ) -> ListResult:
-        """One page of a list at ``rv`` (None: the current RV), from key ``start``."""
+        """One page of a list at ``rv``, from key ``start``.
+
+        ``rv`` None is "most recent" (a consistent read of storage); 0 ("any") and any RV that is
+        not ``exact`` (NotOlderThan) are served from the watch cache, which is storage itself
+        unless :meth:`stall_watch_cache` stopped it at an older RV.
+        """
         with self.lock:
             storage = self.storage
-            if rv is None or (not exact and rv <= storage.rv):
+            stall = self._stall
+            if stall is not None and rv is not None and (rv == 0 or not exact):
+                if rv > stall.rv:
+                    raise too_large_resource_version(rv, stall.rv)
+                list_rv = stall.rv
+                source = storage.snapshot(resource, stall.rv, namespace=namespace, start=start)
+            elif rv is None or rv == 0 or (not exact and rv <= storage.rv):
                 list_rv = storage.rv
                 source = storage.items(resource, namespace=namespace, start=start)
             else:
@@ -652,26 +703,43 @@ class APIServer:
             if send_initial_events is None:
                 # ListOptions.SendInitialEvents: defaults to true for RV "" and "0" (legacy).
                 send_initial_events = rv_text in ("", "0")
+            stall = self._stall
+            if stall is not None:
+                # Watches are served by the watch cache: nothing newer than where it stopped.
+                watcher.after_rv = stall.rv
             if send_initial_events:
                 # The state at the watch's start RV: capture the (immutable) stored versions now,
                 # since lines are encoded lazily and later writes must not show through them.
-                existing = list(storage.items(resource, namespace=watcher.namespace))
+                existing = (
+                    list(storage.items(resource, namespace=watcher.namespace))
+                    if stall is None
+                    else list(storage.snapshot(resource, stall.rv, namespace=watcher.namespace))
+                )
                 lines = initial_lines(iter(existing), watcher)
                 if watch_list and allow_bookmarks:
                     # cacher.go setInitialEventsEndBookmarkIfRequested: only with bookmarks allowed.
-                    lines = itertools.chain(lines, [initial_events_end_line(resource, storage.rv)])
+                    end_rv = self.cache_resource_version
+                    lines = itertools.chain(lines, [initial_events_end_line(resource, end_rv)])
                 watcher.set_initial(lines)
             elif rv_text not in ("", "0"):
                 start = int(rv_text)
+                if stall is not None and start > stall.rv:
+                    # cacher.go: a watch from an RV the cache has not reached waits, then fails.
+                    self._forget_watcher_quietly(watcher)
+                    raise too_large_resource_version(start, stall.rv)
                 if start < storage.compacted_rv:
                     # Past admission, errors are an ERROR event, then a clean close (cacher.go).
                     watcher.push_line(self._expired_line(start))
                     watcher.close_when_drained()
                 else:
                     watcher.after_rv = start
-                    for event in storage.events_after(start):
-                        if event.resource is resource:
-                            watcher.offer(event)
+                    # A stalled cache holds what came after it: delivered when it resumes.
+                    limit = stall.rv if stall is not None else storage.rv
+                    watcher.replay(
+                        e
+                        for e in storage.events_after(start)
+                        if e.resource is resource and e.rv <= limit
+                    )
             return stream
 
     def _expired_line(self, requested: int) -> bytes:
@@ -681,6 +749,12 @@ class APIServer:
             f"too old resource version: {requested} ({self.storage.compacted_rv})",
         )
         return b'{"type":"ERROR","object":' + dumps(status) + b"}\n"
+
+    def _forget_watcher_quietly(self, watcher: Watcher) -> None:
+        """Undo the registration of a watch refused before admission."""
+        for timer in watcher.timers:
+            timer.cancel()
+        self._watchers.pop(watcher.ident, None)
 
     def _forget_watcher(self, watcher: Watcher) -> None:
         self._watchers.pop(watcher.ident, None)
@@ -696,14 +770,14 @@ class APIServer:
     def _bookmark_one(self, watcher: Watcher) -> None:
         with self.lock:
             if watcher.ended is None and not watcher.has_ready():
-                watcher.bookmark(self.storage.rv)
+                watcher.bookmark(self.cache_resource_version)
                 self._notify_changed()
 
     def _bookmark_tick(self) -> None:
         with self.lock:
             for watcher in list(self._watchers.values()):
                 if watcher.allow_bookmarks and not watcher.has_ready():
-                    watcher.bookmark(self.storage.rv)
+                    watcher.bookmark(self.cache_resource_version)
             self._notify_changed()
             if self.bookmark_interval is not None:
                 self.clock.call_later(self.bookmark_interval, self._bookmark_tick)
@@ -714,9 +788,24 @@ class APIServer:
         with self.lock:
             return len(self._watchers)
 
-    def expire_watches(self) -> int:
-        """Close every open watch cleanly, as a server-side timeout would. Returns how many."""
-        return self._end_all(WatchEnd.CLOSED, "expire_watches")
+    def expire_watches(self, *, with_error: bool = False) -> int:
+        """End every open watch cleanly, as a server-side timeout would (F1). Returns how many.
+
+        ``with_error=True``: each watch first gets an in-stream ``ERROR`` event carrying a 410
+        ``Status`` (what the watch cache sends a watcher that fell out of its window, F4), then
+        ends once the client has read what was queued before it.
+        """
+        if not with_error:
+            return self._end_all(WatchEnd.CLOSED, "expire_watches")
+        with self.lock:
+            watchers = [w for w in self._watchers.values() if w.ended is None]
+            self.trace.record("fault", "expire_watches_with_error", len(watchers))
+            line = self._expired_line(self.storage.compacted_rv)
+            for watcher in watchers:
+                watcher.push_line(line)
+                watcher.close_when_drained()
+            self._notify_changed()
+            return len(watchers)
 
     def drop_watches(self) -> int:
         """Cut every open watch abruptly (no terminating chunk). Returns how many."""
@@ -732,12 +821,127 @@ class APIServer:
             return len(watchers)
 
     def compact(self) -> int:
-        """Drop the whole history: later watches and lists from older RVs get 410 Expired."""
+        """Drop the whole history: later watches and lists from older RVs get 410 Expired.
+
+        While the watch cache is stalled, history is kept from the cache's RV on: the cache
+        still has to deliver those events.
+        """
         with self.lock:
-            floor = self.storage.compact()
+            floor = self.storage.compact(upto=self._stall.rv if self._stall else None)
             self.trace.record("fault", "compact", floor)
             self._notify_changed()
             return floor
+
+    def send_bookmarks(self) -> int:
+        """Queue a BOOKMARK now on every watch that allows them (F8). Returns how many."""
+        with self.lock:
+            sent = 0
+            for watcher in list(self._watchers.values()):
+                if watcher.allow_bookmarks and watcher.ended is None:
+                    watcher.bookmark(self.cache_resource_version)
+                    sent += 1
+            self.trace.record("fault", "send_bookmarks", sent)
+            self._notify_changed()
+            return sent
+
+    def set_watch_buffer(self, events: int | None) -> int:
+        """Limit how many unread events a watch may queue before the server closes it (F12).
+
+        Applies to open watches too; one already over the new limit is closed now, as the
+        watch cache closes an unresponsive watcher. None removes the limit. Returns how many
+        watches were closed.
+        """
+        if events is not None and (not isinstance(events, int) or events < 1):
+            raise ValueError(f"events must be an int >= 1 or None, got events={events!r}")
+        with self.lock:
+            self.watch_buffer = events
+            closed = 0
+            for watcher in list(self._watchers.values()):
+                watcher.buffer_limit = events
+                if events is not None and watcher.backlog > events:
+                    watcher.end(WatchEnd.CLOSED)
+                    closed += 1
+            self.trace.record("fault", "set_watch_buffer", events, closed)
+            self._notify_changed()
+            return closed
+
+    def fail_requests(
+        self,
+        count: int = 1,
+        *,
+        code: int = 500,
+        verbs: Iterable[str] = ("list", "watch"),
+        resource: str | ResourceType | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        """Answer the next ``count`` matching requests with an error ``Status`` (HTTP errors).
+
+        ``code``: 403 Forbidden, 429 TooManyRequests, 500 InternalError, 503
+        ServiceUnavailable or 504 Timeout. ``verbs``: which REST verbs fail (``list``,
+        ``watch``, ``get``, ``create``, ``update``, ``patch``, ``delete``). ``resource``: only
+        requests for this resource (default: any). ``retry_after``: seconds for
+        ``details.retryAfterSeconds`` and the ``Retry-After`` header (429 defaults to 1).
+        Rules registered earlier are consumed first.
+        """
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError(f"count must be an int >= 1, got count={count!r}")
+        if code not in FAILURE_REASONS:
+            raise ValueError(f"code must be one of {sorted(FAILURE_REASONS)}, got code={code!r}")
+        if isinstance(verbs, str):
+            raise TypeError(f"verbs must be a collection of verb names, got verbs={verbs!r}")
+        verb_list = list(verbs)
+        unknown = [v for v in verb_list if v not in FAILABLE_VERBS]
+        if unknown or not verb_list:
+            raise ValueError(
+                f"verbs must be a non-empty collection of {list(FAILABLE_VERBS)}, "
+                f"got verbs={verb_list!r}"
+            )
+        if retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0):
+            raise ValueError(f"retry_after must be an int >= 0 or None, got {retry_after!r}")
+        with self.lock:
+            target = self.resource(resource) if resource is not None else None
+            self.request_failures.add(
+                count, code=code, verbs=verb_list, resource=target, retry_after=retry_after
+            )
+            self.trace.record(
+                "fault",
+                "fail_requests",
+                count,
+                code,
+                ",".join(sorted(verb_list)),
+                target.plural if target else None,
+            )
+
+    def stall_watch_cache(self) -> int:
+        """Stop the watch cache at the current RV while storage moves on (F6, F7).
+
+        Until :meth:`resume_watch_cache`: lists with ``resourceVersion=0`` or a NotOlderThan RV
+        are served at the stalled RV (stale lists); a list or watch from a newer RV answers 504
+        "Too large resource version"; open watches receive nothing new. Returns the stalled RV.
+        """
+        with self.lock:
+            if self._stall is None:
+                self._stall = CacheStall(self.storage.rv)
+            self.trace.record("fault", "stall_watch_cache", self._stall.rv)
+            return self._stall.rv
+
+    def resume_watch_cache(self) -> int:
+        """Let a stalled watch cache catch up: held events reach watches, in order.
+
+        Returns how many events were held.
+        """
+        with self.lock:
+            stall, self._stall = self._stall, None
+            held = stall.held if stall is not None else []
+            self.trace.record("fault", "resume_watch_cache", len(held))
+            for event in held:
+                self._offer(event)
+            self._notify_changed()
+            return len(held)
+
+    @property
+    def watch_cache_stalled(self) -> bool:
+        return self._stall is not None
 
     @property
     def resource_version(self) -> int:

@@ -69,6 +69,8 @@ class Response:
     status: int
     body: bytes | WatchStream
     content_type: str = JSON_TYPE
+    # Headers beyond Content-Type (today only Retry-After); transports copy them onto the wire.
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def is_watch(self) -> bool:
@@ -85,7 +87,14 @@ def _json(status: int, obj: Any) -> Response:
 
 
 def _status(error: st.StatusError) -> Response:
-    return Response(error.code, dumps(error.status))
+    headers: dict[str, str] = {}
+    # responsewriters.ErrorNegotiated: 429 and 5xx with retryAfterSeconds > 0 get Retry-After.
+    details = error.status.get("details")
+    if (error.code == 429 or error.code >= 500) and isinstance(details, dict):
+        seconds = details.get("retryAfterSeconds")
+        if isinstance(seconds, int) and seconds > 0:
+            headers["Retry-After"] = str(seconds)
+    return Response(error.code, dumps(error.status), headers=headers)
 
 
 # -- query parameters --------------------------------------------------------------------------
@@ -158,10 +167,12 @@ class _Target:
 
 
 def handle(server: APIServer, request: Request) -> Response:
-    """Serve one request. Never raises."""
+    """Serve one request. Never raises (``request_listeners`` may: see APIServer)."""
+    with server.lock:
+        server.request_count += 1
+        for listener in server.request_listeners:
+            listener(request.method, request.path)
     try:
-        with server.lock:
-            server.request_count += 1
         return _dispatch(server, request)
     except st.StatusError as error:
         return _status(error)
@@ -259,6 +270,13 @@ def _resource_request(
     _check_acceptable(request)
     query = Query(request.query)
     method = request.method
+    verb = _verb(method, target, query)
+    if verb is not None:
+        with server.lock:
+            injected = server.request_failures.take(verb, target.resource, target.namespace)
+            if injected is not None:
+                server.trace.record("injected-failure", verb, target.resource.plural, injected.code)
+                raise injected
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -315,6 +333,17 @@ def _resource_request(
             )
             return _json(200, result)
     raise st.method_not_allowed(method)
+
+
+def _verb(method: str, target: _Target, query: Query) -> str | None:
+    """The REST verb of a resource request, as RBAC names it (None for unknown methods)."""
+    if method == "GET":
+        if target.legacy_watch or query.flag("watch"):
+            return "watch"
+        return "list" if target.name is None else "get"
+    if target.name is None:
+        return "create" if method == "POST" else None
+    return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
 
 
 def _check_size(body: bytes) -> bytes:
@@ -459,8 +488,7 @@ def _list(
                 from kubesim.server.apiserver import too_large_resource_version
 
                 raise too_large_resource_version(rv, server.storage.rv)
-    elif rv == 0:
-        rv = None  # "Any": the current state is an acceptable answer
+    # rv == 0 is "Any": served from the watch cache (list_page), possibly older than storage.
     page = server.list_page(
         target.resource,
         namespace=target.namespace,

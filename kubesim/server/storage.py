@@ -215,10 +215,13 @@ class Storage:
             self.compacted_rv = self.history.popleft().rv
         return event
 
-    def compact(self) -> int:
-        """Forget all history (etcd compaction at the current revision). Returns the new floor."""
-        self.history.clear()
-        self.compacted_rv = self.rv
+    def compact(self, *, upto: int | None = None) -> int:
+        """Forget history up to ``upto`` (default: all of it, etcd compaction at the current
+        revision). Returns the new floor."""
+        floor = self.rv if upto is None else min(upto, self.rv)
+        while self.history and self.history[0].rv <= floor:
+            self.history.popleft()
+        self.compacted_rv = max(self.compacted_rv, floor)
         return self.compacted_rv
 
     def events_after(self, rv: int) -> Iterator[Event]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubesim._core.clock import Timer
@@ -94,6 +94,10 @@ class Watcher:
         self._initial: Iterator[bytes] | None = None
         self._peeked: bytes | None = None  # the initial line has_ready() took a look at
         self._queue: deque[bytes | Event] = deque()
+        # How many queued items, at the front of the queue, are the history replayed when the
+        # watch opened: sent at the client's pace, they do not count towards buffer_limit.
+        self._replayed = 0
+        self._replaying = False
         self.ended: WatchEnd | None = None
         self.timers: list[Timer] = []
         self.delivered = 0
@@ -141,11 +145,35 @@ class Watcher:
         elif was and event.old is not None:
             self._enqueue(_object_line(DELETED, _restamp(event.old.obj, event.rv)))
 
+    def replay(self, events: Iterable[Event]) -> None:
+        """Queue the history since the watch's RV, ahead of any live event.
+
+        Like the initial events of a watch without RV, the replay is sent at the client's pace
+        (cache_watcher.go ``processInterval`` drains the interval before it reads its input
+        channel): only live events count towards ``buffer_limit``. Otherwise a watch resumed
+        from an RV more than ``buffer_limit`` events back would be closed before the client
+        could read anything, and a reflector re-watching from the same RV would never progress.
+        """
+        self._replaying = True
+        try:
+            for event in events:
+                self.offer(event)
+        finally:
+            self._replaying = False
+
     def _enqueue(self, item: bytes | Event) -> None:
         self._queue.append(item)
-        if self.buffer_limit is not None and len(self._queue) > self.buffer_limit:
+        if self._replaying:
+            self._replayed += 1
+            return
+        if self.buffer_limit is not None and self.backlog > self.buffer_limit:
             # apiserver cache_watcher.go: "Forcing watcher close due to unresponsiveness".
             self.end(WatchEnd.CLOSED)
+
+    @property
+    def backlog(self) -> int:
+        """Live events queued and not yet read by the client (what ``buffer_limit`` bounds)."""
+        return len(self._queue) - self._replayed
 
     def bookmark(self, rv: int) -> None:
         if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
@@ -167,6 +195,7 @@ class Watcher:
             return
         self.ended = how
         self._queue.clear()
+        self._replayed = 0
         self._initial = self._peeked = None
         for timer in self.timers:
             timer.cancel()
@@ -205,6 +234,8 @@ class Watcher:
         while queue and len(lines) < limit:
             item = queue.popleft()
             lines.append(item if isinstance(item, bytes) else item.line())
+            if self._replayed:
+                self._replayed -= 1
         self.delivered += len(lines)
         if self._closing and not self._queue and self._initial is None:
             self.end(WatchEnd.CLOSED)

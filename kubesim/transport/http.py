@@ -28,27 +28,16 @@ from typing import Any
 
 from kubesim.server.apiserver import APIServer
 from kubesim.server.encoding import dumps
+from kubesim.server.live import LiveWait
 from kubesim.server.routes import MAX_BODY_BYTES, Request, handle
 from kubesim.server.status import bad_request, too_large_entity, unauthorized
 from kubesim.server.watch import WatchDropped, WatchStream
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
-# How often an idle watch handler re-checks for shutdown; a liveness guard, not a timer.
-_IDLE_RECHECK = 1.0
 # How often the accept loop checks for close(); the stdlib default (0.5 s) makes every close slow.
 _SHUTDOWN_POLL = 0.05
 # Hang guard for a TLS handshake (it runs in the connection's thread, never the accept loop).
 _HANDSHAKE_TIMEOUT = 10.0
-
-
-class ConditionWait:
-    """Wait policy for a server driven by real threads: wait on the server's condition."""
-
-    def wait(self, stream: WatchStream) -> None:
-        server = stream.server
-        with server.lock:
-            if stream.watcher.ended is None and not stream.watcher.has_ready():
-                server.changed.wait(_IDLE_RECHECK)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -150,7 +139,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.flush()  # headers before the first event, as BeginStream does
-        api = self.server.api
         try:
             while not self.server.closing:
                 try:
@@ -162,9 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 if chunk is None:
-                    with api.lock:
-                        if not stream.watcher.has_ready() and stream.watcher.ended is None:
-                            api.changed.wait(_IDLE_RECHECK)
+                    # Returns on any change, close() included, or after a short recheck.
+                    self.server.wait.wait(stream)
                     continue
                 if not chunk:
                     self.wfile.write(b"0\r\n\r\n")
@@ -196,6 +183,8 @@ class _HTTPServer(ThreadingHTTPServer):
         self.api = api
         self.verbose = verbose
         self.closing = False
+        # How a watch handler waits for its next line, whatever api.wait_policy is later set to.
+        self.wait = LiveWait(follow_wall_clock=False)
         self.tls = tls
         self.token = token
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -248,7 +237,8 @@ class HTTPTransport:
                 "allow_non_loopback=True (the CLI: --host with --allow-non-loopback)"
             )
         self.api = api
-        api.wait_policy = ConditionWait()
+        # The live server's policy, minus the clock: whoever owns the transport advances time.
+        api.wait_policy = LiveWait(follow_wall_clock=False)
         if token is not None and not token:
             raise ValueError("an empty token would let every request in")
         self._httpd = _HTTPServer((host, port), api, verbose, tls, token)

@@ -8,7 +8,12 @@ onto :func:`kubesim.server.routes.handle`. Its :class:`FakeResponse` has the par
 ``aiohttp.ClientResponse`` the client touches: ``status``, ``reason``, ``headers`` (case
 insensitive), ``await read()/text()/json()``, ``release()``, ``close()``, and ``content``, a
 :class:`FakeStreamReader` with ``readline()`` (what ``kubernetes_asyncio.watch.Watch`` reads),
-``readany()``, ``read()`` and line iteration.
+``readany()``, ``read()`` and line iteration. Code that reads raw responses
+(``_preload_content=False``) the way aiohttp users do also finds ``ok``, ``raise_for_status()``
+(``aiohttp.ClientResponseError`` with ``request_info``, ``history`` and ``headers``), ``url`` and
+``real_url`` (``yarl.URL``), ``method``, ``request_info``, ``content_type``, ``charset``,
+``get_encoding()``, ``content_length``, ``version`` and ``wait_for_close()``; ``read()`` keeps the
+body, so ``json()`` after ``read()`` works as on aiohttp.
 
 Waiting. A watch read that finds nothing ready awaits a future on the running loop; the
 session registers one listener in ``server.change_listeners`` that resolves those futures
@@ -16,9 +21,14 @@ after every write, watch end, bookmark and fault. The server's own timers (watch
 bookmarks) live on ``server.clock``: run the program with
 ``kubesim.sched.aio.run(main, seed=..., clock=server.clock)`` and the loop jumps virtual time
 to them whenever every task waits, so an hour of watching with expiries takes milliseconds of
-wall time and the same seed gives the same events and the same ``server.trace``. Under a
-stock asyncio loop nothing moves virtual time: call ``server.advance(...)`` yourself.
-A listener called from another thread wakes the loop through ``call_soon_threadsafe``.
+wall time and the same seed gives the same events and the same ``server.trace``. Under any other
+loop (stock ``asyncio.run``, or a loop on another clock) virtual time follows the loop's
+``time()``: each request and each wait first advances the server by the loop time that passed,
+and a waiting read schedules ``loop.call_at`` for the server clock's next deadline, so a
+``timeout_seconds=1`` watch ends after about a second. (One follower per server: do not also
+block threads of the official in-process client on the same server, whose waits follow the wall
+clock too.) A listener called from another thread wakes the loop through
+``call_soon_threadsafe``.
 
 Client timeouts are honoured on the loop's clock: ``_request_timeout=(connect, read)`` raises
 ``aiohttp.SocketTimeoutError`` (an ``asyncio.TimeoutError``, which ``Watch`` treats as "reconnect"
@@ -59,10 +69,12 @@ import http
 import json
 import threading
 import urllib.parse
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from kubesim.server.apiserver import APIServer
+from kubesim.server.live import ClockFollower
 from kubesim.server.routes import Request, handle
 from kubesim.server.watch import WatchDropped, WatchStream
 
@@ -87,6 +99,30 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+# Per server, the follower of the loop its clients run on (one per server, so two clients on a
+# stock loop do not advance the clock twice).
+_loop_followers: weakref.WeakKeyDictionary[
+    APIServer, tuple[weakref.ref[asyncio.AbstractEventLoop], ClockFollower]
+] = weakref.WeakKeyDictionary()
+
+
+def _follower(server: APIServer, loop: asyncio.AbstractEventLoop) -> ClockFollower | None:
+    """How ``server``'s clock follows ``loop``; None when the loop runs on that very clock."""
+    if getattr(loop, "clock", None) is server.clock:
+        return None  # kubesim.sched.aio on the server's clock: it jumps time itself
+    with server.lock:
+        entry = _loop_followers.get(server)
+        if entry is None or entry[0]() is not loop:
+            entry = (weakref.ref(loop), ClockFollower(loop.time))
+            _loop_followers[server] = entry
+        return entry[1]
+
+
+def _on_deadline(server: APIServer, follower: ClockFollower, future: asyncio.Future[None]) -> None:
+    follower.catch_up(server)  # fires the timer that fell due (a watch timeout, a bookmark)
+    _resolve(future)  # re-check the stream whether or not that timer touched it
 
 
 class _Wakeups:
@@ -240,19 +276,34 @@ class FakeResponse:
         *,
         read_timeout: float | None,
         deadline: float | None,
+        request_headers: dict[str, str] | None = None,
     ) -> None:
+        import aiohttp
         from multidict import CIMultiDict, CIMultiDictProxy
+        from yarl import URL
 
         self._session = session
         self.method = method
-        self.url = url
+        self.url = URL(url)
+        self.real_url = self.url
         self.status = status
         try:
             self.reason = http.HTTPStatus(status).phrase
         except ValueError:
             self.reason = ""
         self.headers = CIMultiDictProxy(CIMultiDict({"Content-Type": content_type}))
-        self.content_type = content_type.split(";")[0].strip()
+        media_type, _, parameters = content_type.partition(";")
+        self.content_type = media_type.strip()
+        charset = parameters.strip().partition("charset=")[2].strip() if parameters else ""
+        self.charset: str | None = charset or None
+        self.content_length = len(body) if isinstance(body, bytes) else None
+        self.version = aiohttp.HttpVersion11
+        self.history: tuple[Any, ...] = ()
+        self.request_info = aiohttp.RequestInfo(
+            self.url, method, CIMultiDictProxy(CIMultiDict(request_headers)), self.url
+        )
+        self._in_context = False
+        self._read: bytes | None = None
         self._body = body
         self._read_timeout = read_timeout
         self._deadline = deadline
@@ -265,9 +316,18 @@ class FakeResponse:
         future: asyncio.Future[None] = loop.create_future()
         wakeups = self._session._wakeups
         wakeups.add(loop, future)
+        server = stream.server
+        follower = _follower(server, loop)
+        deadline_handle: asyncio.TimerHandle | None = None
         try:
+            if follower is not None:
+                follower.catch_up(server)  # may end the watch (its timeout fell due)
             if stream.ready():  # changed between the poll and the registration
                 return
+            if follower is not None:
+                until = follower.seconds_until_next_deadline(server)
+                if until is not None:
+                    deadline_handle = loop.call_later(until, _on_deadline, server, follower, future)
             timeout = self._read_timeout
             total_left = None if self._deadline is None else self._deadline - loop.time()
             if total_left is not None and (timeout is None or total_left < timeout):
@@ -286,15 +346,31 @@ class FakeResponse:
                 raise error("Timeout on reading data from socket") from None
         finally:
             wakeups.discard(future)
+            if deadline_handle is not None:
+                deadline_handle.cancel()
+
+    @property
+    def ok(self) -> bool:
+        """``status < 400``, as aiohttp's (not a check for ``200 OK``)."""
+        return self.status < 400
+
+    def get_encoding(self) -> str:
+        return self.charset or "utf-8"  # JSON's default (RFC 7159), as aiohttp decides
 
     async def read(self) -> bytes:
-        return await self.content.read()
+        """The whole body; kept, so later ``read()``/``text()``/``json()`` see it again."""
+        if self._read is None:
+            self._read = await self.content.read()
+        return self._read
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
-        return (await self.read()).decode(encoding or "utf-8", errors)
+        return (await self.read()).decode(encoding or self.get_encoding(), errors)
 
     async def json(self, *, loads: Any = json.loads, **_: Any) -> Any:
         return loads(await self.text())
+
+    async def wait_for_close(self) -> None:
+        self.release()
 
     def release(self) -> None:
         self.close()
@@ -305,20 +381,26 @@ class FakeResponse:
             self._body.close()
 
     def raise_for_status(self) -> None:
-        if self.status >= 400:
+        """aiohttp's: below 400 nothing; else release (outside ``async with``) and raise."""
+        if not self.ok:
             import aiohttp
 
+            if not self._in_context:
+                self.release()
             raise aiohttp.ClientResponseError(
-                None,  # type: ignore[arg-type]  # no RequestInfo in-process
-                (),
+                self.request_info,
+                self.history,
                 status=self.status,
                 message=self.reason,
+                headers=self.headers,
             )
 
     async def __aenter__(self) -> FakeResponse:
+        self._in_context = True
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self._in_context = False
         self.release()
 
 
@@ -359,7 +441,11 @@ class FakeSession:
         )
         read_timeout = getattr(timeout, "sock_read", None)
         total = getattr(timeout, "total", None)
-        deadline = None if total is None else asyncio.get_running_loop().time() + total
+        loop = asyncio.get_running_loop()
+        deadline = None if total is None else loop.time() + total
+        follower = _follower(self.server, loop)
+        if follower is not None:
+            follower.catch_up(self.server)  # a watch opened now times out from now
         response = handle(self.server, request)
         return FakeResponse(
             self,
@@ -370,6 +456,7 @@ class FakeSession:
             response.body,
             read_timeout=read_timeout,
             deadline=deadline,
+            request_headers={str(k): str(v) for k, v in dict(headers or {}).items()},
         )
 
     async def close(self) -> None:

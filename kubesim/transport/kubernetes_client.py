@@ -9,8 +9,22 @@ kubernetes 29 to 37).
 
 A watch response streams lines from a :class:`~kubesim.server.watch.WatchStream`. When no line
 is ready the read blocks through the server's wait policy: in a simulation that parks the
-store's thread and lets virtual time move. An abrupt server-side drop surfaces as urllib3's
-``ProtocolError``, as it would over a socket.
+store's thread and lets virtual time move; outside one (the default
+:class:`~kubesim.server.live.LiveWait`) it waits until another thread writes, with virtual time
+following the wall clock, as against a live server. Before each request the transport brings
+virtual time up to date (``wait_policy.catch_up``, when the policy has one).
+
+Ends of a watch, as the client sees them (urllib3 2, measured against ``kubesim serve``):
+
+- clean end (server timeout, ``server.expire_watches()``): the body ends; ``Watch().stream``
+  stops when ``timeout_seconds`` was given, else re-watches from its last resource version.
+- abrupt drop (``server.drop_watches()``): ``urllib3.exceptions.ProtocolError("Response ended
+  prematurely")``, what urllib3 raises when a chunked body is cut at a chunk boundary. ``Watch``
+  does not catch it: it reaches the caller, as over a real socket.
+- ``Watch.stop()`` from another thread: kubernetes >= 37 shuts down ``resp.connection.sock`` to
+  wake the blocked reader. The fake response has that socket; shutting it down cancels the watch
+  and the blocked read raises the same ``ProtocolError``, which is what the real client does
+  when its socket is shut down under a blocked read (it does not end cleanly).
 """
 
 from __future__ import annotations
@@ -39,6 +53,38 @@ def _require_kubernetes() -> Any:
     return kubernetes
 
 
+# urllib3 2's message for a chunked body that ends where the next chunk's size line should be
+# (HTTPResponse._update_chunk_length), with no other argument.
+PREMATURE_END = "Response ended prematurely"
+
+
+def _premature_end() -> Exception:
+    import urllib3
+
+    error: Exception = urllib3.exceptions.ProtocolError(PREMATURE_END)
+    return error
+
+
+class FakeSocket:
+    """What ``Watch.stop()`` finds at ``resp.connection.sock``: shutting it down cuts the body."""
+
+    def __init__(self, response: FakeHTTPResponse) -> None:
+        self._response = response
+
+    def shutdown(self, how: int) -> None:
+        self._response._cut()
+
+    def close(self) -> None:
+        self._response._cut()
+
+
+class FakeConnection:
+    """Stands in for ``urllib3.connection.HTTPConnection`` as ``HTTPResponse.connection``."""
+
+    def __init__(self, response: FakeHTTPResponse) -> None:
+        self.sock = FakeSocket(response)
+
+
 class FakeHTTPResponse:
     """The subset of ``urllib3.HTTPResponse`` the kubernetes client touches."""
 
@@ -53,10 +99,11 @@ class FakeHTTPResponse:
         except ValueError:
             self.reason = ""
         self.headers = urllib3.HTTPHeaderDict({"Content-Type": content_type})
-        self.connection = None  # Watch.stop() looks for .connection.sock
         self._body = body
         self._data: bytes | None = body if isinstance(body, bytes) else None
         self.closed = False
+        self._socket_shut_down = False
+        self.connection = FakeConnection(self)  # Watch.stop() shuts .connection.sock down
 
     @property
     def data(self) -> bytes:
@@ -73,14 +120,16 @@ class FakeHTTPResponse:
             if body:
                 yield body
             return
-        import urllib3
-
         while not self.closed:
+            if self._socket_shut_down:
+                raise _premature_end()
             try:
                 chunk = body.next_chunk()
             except WatchDropped as exc:
-                raise urllib3.exceptions.ProtocolError("Response ended prematurely", exc) from exc
+                raise _premature_end() from exc
             if not chunk:
+                if self._socket_shut_down:  # woken by the shutdown, not by the server's end
+                    raise _premature_end()
                 return
             yield chunk
 
@@ -95,6 +144,13 @@ class FakeHTTPResponse:
     def close(self) -> None:
         self.closed = True
         if isinstance(self._body, WatchStream):
+            self._body.close()
+
+    def _cut(self) -> None:
+        """The socket was shut down: the body ends without its terminating chunk."""
+        self._socket_shut_down = True
+        if isinstance(self._body, WatchStream):
+            # Ends the watch (the client went away) and notifies, so a blocked read wakes.
             self._body.close()
 
     def release_conn(self) -> None:
@@ -137,6 +193,9 @@ class PoolManager:
         request = Request(
             method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload
         )
+        catch_up = getattr(self.server.wait_policy, "catch_up", None)
+        if catch_up is not None:
+            catch_up(self.server)  # a watch opened now times out from now, not from a stale time
         response = handle(self.server, request)
         return FakeHTTPResponse(response.status, response.content_type, response.body)
 

@@ -303,3 +303,117 @@ def test_patch_kubernetes_asyncio_routes_clients_built_inside_the_block(
 
     assert aio.run(main, clock=server.clock) == ["web-1"]
     assert server.change_listeners == []
+
+
+def test_a_raw_response_has_aiohttps_ok_and_raise_for_status(server: APIServer) -> None:
+    async def main(v1: client.CoreV1Api) -> None:
+        found = await v1.list_namespaced_pod("default", _preload_content=False)
+        assert found.ok is True  # aiohttp: status < 400
+        assert found.raise_for_status() is None
+        assert str(found.url).endswith("/api/v1/namespaces/default/pods")
+        assert found.request_info.method == "GET"
+        assert found.request_info.url == found.url
+        assert found.content_type == "application/json"
+        assert (await found.json())["kind"] == "PodList"
+        assert (await found.json())["kind"] == "PodList"  # the body is kept, as aiohttp does
+
+        missing = await v1.read_namespaced_pod("nope", "default", _preload_content=False)
+        assert missing.ok is False
+        with pytest.raises(aiohttp.ClientResponseError) as error:
+            missing.raise_for_status()
+        assert (error.value.status, error.value.message) == (404, "Not Found")
+        assert error.value.request_info.url == missing.url
+        assert error.value.headers is not None
+        assert error.value.headers["Content-Type"] == "application/json"
+        assert missing.closed  # released, as aiohttp does outside ``async with``
+
+    run(server, main)
+
+
+def test_a_reflector_written_like_kubespawners_runs_in_process(server: APIServer) -> None:
+    """jupyterhub-kubespawner's ResourceReflector: raw list, ``ok`` check, then a watch."""
+    import functools
+    import json
+
+    async def main(v1: client.CoreV1Api) -> dict[str, str]:
+        resources: dict[str, str] = {}
+
+        async def list_and_update(resource_version: str | None) -> str:
+            kwargs: dict[str, Any] = {
+                "namespace": "default",
+                "label_selector": "",
+                "field_selector": "",
+                "_request_timeout": 60,
+                "_preload_content": False,
+            }
+            if resource_version is not None:
+                kwargs["resource_version"] = resource_version
+                kwargs["resource_version_match"] = "NotOlderThan"
+            raw = await v1.list_namespaced_pod(**kwargs)
+            if not raw.ok:
+                raise ApiException(status=raw.status, reason=raw.reason)
+            initial = json.loads(await raw.read())
+            resources.clear()
+            for pod in initial["items"]:
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                resources[key] = pod["metadata"]["resourceVersion"]
+            return str(initial["metadata"]["resourceVersion"])
+
+        await v1.create_namespaced_pod("default", make_pod("web-1", "default"))
+        rv = await list_and_update("0")
+
+        async def writer() -> None:
+            await asyncio.sleep(5)
+            await v1.create_namespaced_pod("default", make_pod("web-2", "default"))
+            await v1.delete_namespaced_pod("web-1", "default")
+
+        task = asyncio.create_task(writer())
+        w = watch.Watch()
+        method = functools.partial(v1.list_namespaced_pod, _preload_content=False)
+        async with w.stream(
+            method, namespace="default", resource_version=rv, timeout_seconds=30
+        ) as stream:
+            async for event in stream:
+                pod = event["raw_object"]
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                if event["type"] == "DELETED":
+                    resources.pop(key, None)
+                else:
+                    resources[key] = pod["metadata"]["resourceVersion"]
+        w.stop()
+        await w.close()
+        await task
+        return resources
+
+    resources = run(server, main)
+    assert list(resources) == ["default/web-2"]
+    assert (
+        resources["default/web-2"]
+        == server.get("pods", "web-2", namespace="default")["metadata"]["resourceVersion"]
+    )
+
+
+def test_under_stock_asyncio_a_watch_timeout_fires_on_the_loops_time(
+    server: APIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def main() -> list[str]:
+        async with kubesim.kubernetes_asyncio_client(server) as api:
+            v1 = client.CoreV1Api(api)
+            seen = []
+            async with watch.Watch() as w:
+                async for event in w.stream(v1.list_namespaced_pod, "default", timeout_seconds=1):
+                    seen.append(event["type"])
+            return seen
+
+    server.create("pods", make_pod("web-1", "default"))
+    loop = asyncio.new_event_loop()
+    refuse_sockets(monkeypatch)
+    try:
+        # The hang guard: before the fix, nothing moved virtual time under a stock loop.
+        seen = loop.run_until_complete(asyncio.wait_for(main(), 15))
+    finally:
+        loop.close()
+    assert seen == ["ADDED"]
+    assert ("watch-end", 1, "closed") in list(server.trace)  # the server-side timeout
+    assert server.clock.now() >= 1.0
+    assert server.change_listeners == []

@@ -1,4 +1,9 @@
-"""The official ``kubernetes`` client runs unchanged against kubesim, in-process (no sockets)."""
+"""The official ``kubernetes`` client runs unchanged against kubesim, in-process (no sockets).
+
+Each test here reads and writes from one thread, so its server autojumps virtual time: a watch
+with ``timeout_seconds=60`` ends at once, at virtual time 60. Reads racing writes from other
+threads, on the default (live) server, are in test_inprocess_live.py.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,13 @@ from kubernetes.client.rest import ApiException
 
 import kubesim
 from kubesim import APIServer
+from kubesim.server.apiserver import AutojumpWait
 from kubesim.workload import make_pod
+
+
+@pytest.fixture
+def server() -> APIServer:
+    return APIServer(seed=1, wait_policy=AutojumpWait())
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 
@@ -97,3 +98,48 @@ def spin_scenario() -> None:
     t = threading.Thread(target=spin, name="spinner")
     t.start()
     t.join()
+
+
+def lost_update_scenario() -> None:
+    """Two unnamed threads each add one to a shared count: ``d["n"] += 1`` is a read, an add and
+    a store, so a preemption between the read and the store loses an update."""
+    counts = {"n": 0}
+
+    def bump() -> None:
+        counts["n"] += 1
+
+    threads = [threading.Thread(target=bump) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counts["n"] == 2, f"lost update: 2 threads added 1 each, the count is {counts['n']}"
+
+
+def ticking_forever_scenario() -> None:
+    """A thread that sleeps in a loop forever: only a virtual-time bound (max_time) ends it."""
+
+    def tick() -> None:
+        while True:
+            time.sleep(1)
+
+    t = threading.Thread(target=tick, name="ticker")
+    t.start()
+    t.join()
+
+
+def check_then_act_scenario() -> None:
+    """Two unnamed threads claim a job: each checks that nobody has, then claims it. A
+    preemption between the check and the claim lets both claim; the message names them."""
+    claimed: list[str] = []
+
+    def claim() -> None:
+        if not claimed:
+            claimed.append(threading.current_thread().name)
+
+    threads = [threading.Thread(target=claim) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == 1, f"claimed twice, by {claimed}"

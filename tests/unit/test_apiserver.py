@@ -16,6 +16,7 @@ import pytest
 
 import kubesim
 from kubesim import APIServer, StatusError
+from kubesim.server.apiserver import AutojumpWait
 from kubesim.server.routes import Request, Response, handle
 from kubesim.server.watch import WatchDropped, WatchStream
 
@@ -390,7 +391,7 @@ def test_a_watch_ends_cleanly_after_timeout_seconds_of_virtual_time(server: APIS
 
 
 def default_watch_end(seed: int) -> float:
-    server = APIServer(seed=seed)
+    server = APIServer(seed=seed, wait_policy=AutojumpWait())
     stream = server.watch(server.resource("pods"))
     server.advance(1799.999)
     assert stream.poll() is None

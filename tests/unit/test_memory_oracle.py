@@ -1,10 +1,21 @@
-"""check_memory_bounded is a pure oracle: verdicts from samples, with the numbers."""
+"""The memory oracle: verdicts from samples, with the numbers, and what the store retains.
+
+The stores are in ``bench/memory_stores.py`` (the same ones ``bench/memory_tolerance.py``
+measures).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from kubesim import MemorySample, MemorySampler, check_memory_bounded
+from bench import memory_stores
+from kubesim import APIServer, MemorySample, MemorySampler, check_memory_bounded, run_watch_restarts
+from kubesim.checks.memory import default_tolerance
+from kubesim.checks.retained import measure_retained
+from kubesim.checks.sizes import SizesRound, check_sizes_bounded
+from kubesim.cli.plot import legend
 
 
 def samples(*sizes: int) -> list[MemorySample]:
@@ -31,6 +42,15 @@ def test_the_warmup_sample_is_left_out() -> None:
     assert check_memory_bounded(samples(10, 500_000, 500_000, 500_000), warmup=0) is not None
 
 
+def test_growth_that_levels_off_is_bounded_and_growth_that_goes_on_is_not() -> None:
+    # Under churn a store replaces every object once (list-decoded by watch-decoded), then stops.
+    levels_off = samples(0, 100_000, 130_000, 160_000, 160_000, 160_000, 160_000)
+    assert check_memory_bounded(levels_off) is None
+    goes_on = samples(0, 100_000, 130_000, 160_000, 160_000, 160_000, 161_000)
+    violation = check_memory_bounded(goes_on)
+    assert violation is not None
+
+
 def test_tolerance_is_respected_and_bad_arguments_are_named() -> None:
     growing = samples(0, 1000, 2000, 3000)
     assert check_memory_bounded(growing, tolerance_per_round=1000) is None
@@ -52,3 +72,119 @@ def test_the_sampler_sees_what_a_store_retains_and_not_what_it_frees() -> None:
     delta = grown.retained_bytes - sampler.samples[0].retained_bytes
     assert 200 * 1000 <= delta < 200 * 1000 + 50_000
     assert any("test_memory_oracle.py" in site for site, _ in grown.top_sites)
+
+
+# -- what the store retains (the boundedness verdict) ----------------------------------------
+
+
+def test_a_store_that_keeps_the_servers_own_bytes_is_flagged_and_the_list_is_named() -> None:
+    # The chunks are bytes the server allocated; tracemalloc charged them to kubesim, not to
+    # the store, and judged this store bounded.
+    report = run_watch_restarts(
+        memory_stores.keeps_chunks, seed=1, pods=1, containers=1, restarts=6
+    )
+    assert report.verdict == "GROWS", report.explain()
+    violation = report.violation
+    assert violation is not None
+    # One pod line (~1.9 kB) per restart: above the default tolerance, below 10x it.
+    assert 256 < violation.growth_per_round < 2560
+    assert violation.growing
+    assert violation.growing[0].path == "store.chunks"
+    assert "store.chunks (list): 2 -> 7 items" in str(violation)
+
+
+@pytest.mark.parametrize(
+    ("factory", "options"),
+    [
+        (memory_stores.per_namespace, {"pods": 20, "namespaces": 20}),  # one watch per namespace
+        (memory_stores.informer, {"pods": 3, "churn": 3}),  # a small store under pod churn
+        (memory_stores.raw_watch, {"pods": 3, "churn": 3}),
+        (memory_stores.informer, {"pods": 10, "fault": "drop"}),
+    ],
+    ids=["one-watch-per-namespace-idle", "informer-churn", "raw-watch-churn", "informer-drop"],
+)
+def test_correct_stores_are_bounded_whatever_the_server_keeps(factory: Any, options: Any) -> None:
+    report = run_watch_restarts(factory, seed=1, restarts=12, **options)
+    assert report.verdict == "BOUNDED", report.explain()
+    # What the server allocates per request (uids, watchers, timers) is never the store's.
+    after_warmup = [r.retained_bytes for r in report.rounds[1:]]
+    assert max(after_warmup) - min(after_warmup) <= 16, after_warmup
+
+
+def test_an_index_that_grows_while_the_live_set_does_not_is_flagged_by_sizes_alone() -> None:
+    report = run_watch_restarts(
+        memory_stores.index_leak,
+        seed=1,
+        pods=50,
+        containers=1,
+        restarts=10,
+        tolerance_per_round=1e9,  # no byte verdict at all: sizes() alone must catch it
+    )
+    assert report.violation is None
+    assert report.verdict == "GROWS"
+    [violation] = report.sizes_violations
+    assert violation.entry == "index"
+    assert str(violation).startswith("sizes()['index'] grows from 100 to 550 entries")
+    assert "live set goes from 56 to 56 objects" in str(violation)
+    # The picture's legend comes from the verdict: never "bounded" beside a climbing panel.
+    assert legend(report) == "store: GROWS (index grows)"
+
+
+def test_a_store_that_lists_once_and_returns_stopped_watching() -> None:
+    report = run_watch_restarts(memory_stores.list_once, seed=1, pods=5, restarts=3)
+    assert report.verdict == "STOPPED WATCHING"
+    assert report.failure is not None
+    assert report.failure.round == 0
+    assert "run() returned after 1 requests" in str(report.failure)
+    assert not report.rounds  # nothing measured: no "BOUNDED, +0 bytes"
+
+
+def test_a_store_that_stops_after_its_first_watch_ends_names_the_round_and_the_fault() -> None:
+    report = run_watch_restarts(memory_stores.watch_once, seed=1, pods=5, restarts=3)
+    assert report.verdict == "STOPPED WATCHING"
+    text = str(report.failure)
+    assert "at round 1, after the server ended its watch cleanly (expire_watches)" in text
+
+
+def test_a_protocol_error_escaping_run_is_a_crash_that_names_the_fault_and_the_fix() -> None:
+    report = run_watch_restarts(
+        memory_stores.informer_not_catching_cuts, seed=1, pods=5, restarts=3, fault="drop"
+    )
+    assert report.verdict == "CRASHED"
+    text = str(report.failure)
+    assert "raised urllib3.exceptions.ProtocolError" in text
+    assert "after the server cut its watch (drop_watches)" in text
+    assert "catch it and watch again" in text
+
+
+def test_the_sizes_oracle_compares_with_the_live_set() -> None:
+    def rounds(*points: tuple[int, int]) -> list[SizesRound]:
+        return [SizesRound(n, {"index": size}, live) for n, (size, live) in enumerate(points)]
+
+    assert check_sizes_bounded(rounds((0, 5), (5, 5), (5, 5), (6, 5)))  # grows, live flat
+    assert not check_sizes_bounded(rounds((0, 5), (5, 5), (10, 10), (20, 20)))  # follows live
+    assert check_sizes_bounded(rounds((0, 5), (5, 5), (20, 10), (40, 20)))  # faster than live
+    assert not check_sizes_bounded(rounds((0, 5), (5, 5), (9, 5), (5, 5)))  # a queue drains
+    with pytest.raises(ValueError, match="warmup=-1"):
+        check_sizes_bounded(rounds((0, 5), (1, 5)), warmup=-1)
+
+
+def test_retained_memory_is_counted_once_and_stops_at_the_harness() -> None:
+    shared = bytes(10_000)
+    server = APIServer(seed=1)
+    holder = {"a": [shared, shared], "b": (shared,), "server": server}
+    measured = measure_retained({"store": holder})
+    assert 10_000 < measured.retained_bytes < 11_000  # the bytes once, no server
+    assert measured.containers["store['a']"].items == 2
+
+
+def test_the_default_tolerance_is_the_documented_one() -> None:
+    assert default_tolerance(0) == 256
+    assert default_tolerance(10_000_000) == 5_000
+
+
+def test_measuring_a_1000_pod_store_walks_every_object_once() -> None:
+    report = run_watch_restarts(memory_stores.informer, seed=1, pods=1000, restarts=2)
+    sample = report.samples[-1]
+    # Every pod dict and what hangs from it, but no server object: a few dozen per pod.
+    assert 1000 * 20 < sample.retained_blocks < 1000 * 200

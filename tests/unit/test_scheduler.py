@@ -101,7 +101,10 @@ def test_the_in_place_store_race_is_found(strategy) -> None:
         racy_stores.in_place_scenario, schedules=300, seed=1, strategy=strategy, traced=TRACED
     ).found
     assert found is not None
-    assert "replay: kubesim.sched.run_schedule(" in str(found)
+    # That the replay really replays is tested by running it (test_scheduler_replay.py).
+    assert "kubesim schedule racy_stores:in_place_scenario --seed 1/" in found.replay
+    assert f"replay: {found.replay}" in str(found)
+    assert "kubesim.sched.run_schedule(racy_stores.in_place_scenario, seed=" in found.replay_call
 
 
 @pytest.mark.parametrize(

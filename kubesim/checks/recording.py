@@ -1,0 +1,107 @@
+"""What a scenario run records, for the oracles to judge afterwards.
+
+The runner fills a :class:`Recording` as it goes: one :class:`Round` per quiescent point (after
+setup and after every step: the store has reacted and waits), the reads reader threads made,
+the effects the store reports, and how the run ended. Oracles are pure functions of a
+recording; none of them drives the run, so the same recording can be judged again (in a
+report, after a replay) and give the same verdicts.
+
+A store's *view* (its ``view()`` hook) is normalised here into :class:`Observed` entries:
+``namespace/name`` keys (``(namespace, name)`` tuples are accepted), and for each the uid and
+resourceVersion when the value carries them (a dict with ``metadata``, or an official-client
+model object). A projection that carries neither (a set of endpoint names, say) still takes
+part by its keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One entry of a store's view: which object and which version of it, when known."""
+
+    uid: str | None
+    resource_version: int | None
+
+
+@dataclass(frozen=True)
+class Round:
+    """The state of things at one quiescent point."""
+
+    index: int  # 0: after setup; n: after step n
+    step: str  # the resolved line of the step that led here ("setup" for round 0)
+    phase: str  # "setup", "step", "quiesce" or "tail" (see kubesim.scenario.run)
+    time: float  # virtual seconds
+    requests: int  # API requests the store made so far
+    server: Mapping[str, Observed]  # the objects the store watches, as the server has them
+    view: Mapping[str, Observed] | None  # None when the store has no view() hook
+    sizes: Mapping[str, int]
+    retained_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Read:
+    """One ``read()`` a reader thread made, with the server's resourceVersion around it."""
+
+    reader: str
+    round: int
+    entries: Mapping[str, Observed]
+    server_rv_before: int
+    server_rv_after: int
+
+
+@dataclass
+class Recording:
+    """Everything one run of a scenario recorded."""
+
+    hooks: frozenset[str]
+    rounds: list[Round] = field(default_factory=list)
+    reads: list[Read] = field(default_factory=list)
+    effects: list[Any] = field(default_factory=list)
+    failure: BaseException | None = None
+    trace_hash: str = ""
+    # Every version of every watched object the server ever held: (uid, rv) per key, in order.
+    history: dict[str, list[Observed]] = field(default_factory=dict)
+
+
+def object_key(key: Any) -> str:
+    """``namespace/name`` for the keys stores use (strings, or (namespace, name) tuples)."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key):
+        return f"{key[0]}/{key[1]}" if key[0] else key[1]
+    raise TypeError(
+        "view() keys must be 'namespace/name' strings or (namespace, name) tuples, "
+        f"got {key!r} ({type(key).__name__})"
+    )
+
+
+def observe(value: Any) -> Observed:
+    """The uid and resourceVersion a view value carries, if any."""
+    metadata: Any = None
+    if isinstance(value, Mapping):
+        metadata = value.get("metadata")
+    elif hasattr(value, "metadata"):  # the official client's model objects (V1Pod, ...)
+        metadata = value.metadata
+    if metadata is None:
+        return Observed(None, None)
+    if isinstance(metadata, Mapping):
+        uid, rv = metadata.get("uid"), metadata.get("resourceVersion")
+    else:
+        uid = getattr(metadata, "uid", None)
+        rv = getattr(metadata, "resource_version", None)
+    try:
+        version = int(rv) if rv not in (None, "") else None
+    except (TypeError, ValueError):
+        version = None
+    return Observed(str(uid) if uid else None, version)
+
+
+def normalise_view(view: Mapping[Any, Any]) -> dict[str, Observed]:
+    if not isinstance(view, Mapping):
+        raise TypeError(f"view() must return a mapping of key -> object, got {type(view).__name__}")
+    return {object_key(key): observe(value) for key, value in view.items()}

@@ -1,0 +1,85 @@
+"""Every store property, in one table, and :func:`judge`, which runs those a store's hooks allow.
+
+Each oracle is a pure function of a :class:`~kubesim.checks.recording.Recording` that returns a
+:class:`~kubesim.checks.violation.Violation` or None, and declares the store hooks it needs. An
+oracle whose hooks are missing is *skipped visibly*: the verdict lists it with the hook it
+wanted, so a green run never hides what was not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubesim.checks import bounded, effects, progress, state
+from kubesim.checks.recording import Recording
+from kubesim.checks.violation import Violation
+
+
+@dataclass(frozen=True)
+class Oracle:
+    name: str
+    check: Callable[[Recording], Violation | None]
+    needs: tuple[str, ...]
+    summary: str
+
+
+def _failure(recording: Recording) -> Violation | None:
+    failure = recording.failure
+    if failure is None:
+        return None
+    cause = failure.__cause__
+    if cause is not None and type(cause).__name__ == "HotRequestLoop":
+        return Violation("progress", str(cause))
+    text = str(failure).rstrip()
+    head, _, rest = text.partition("\n")
+    kind = type(failure).__name__
+    name = {
+        "StoreCrashed": "crash",
+        "Deadlock": "deadlock",
+        "Livelock": "livelock",
+        "StoreBlockedOutsideSimulation": "blocked",
+        "StoreStoppedWatching": "stopped-watching",
+    }.get(kind, "crash")
+    details = tuple(line for line in rest.splitlines() if line.strip())[-12:]
+    return Violation(name, f"{kind}: {head}", details)
+
+
+ORACLES: tuple[Oracle, ...] = (
+    Oracle("failure", _failure, (), "no thread raised, deadlocked, spun or blocked outside"),
+    Oracle("bounded", bounded.check_bounded, (), "structures and retained bytes stay flat"),
+    Oracle("converge", state.check_converged, state.NEEDS, "the view ends equal to the server"),
+    Oracle("monotone", state.check_monotone, state.NEEDS, "no version goes back, no resurrection"),
+    Oracle("effects-once", effects.check_effects_once, effects.NEEDS, "no duplicate side effect"),
+    Oracle("progress", progress.check_progress, progress.NEEDS, "no hot request loop"),
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    violations: tuple[Violation, ...]
+    ran: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (oracle, why)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def judge(recording: Recording) -> Verdict:
+    violations: list[Violation] = []
+    ran: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for oracle in ORACLES:
+        missing = [hook for hook in oracle.needs if hook not in recording.hooks]
+        if missing:
+            skipped.append((oracle.name, f"needs the store's {', '.join(missing)}() hook"))
+            continue
+        if recording.failure is not None and oracle.name != "failure":
+            skipped.append((oracle.name, "the run ended early"))
+            continue
+        ran.append(oracle.name)
+        found = oracle.check(recording)
+        if found is not None:
+            violations.append(found)
+    return Verdict(tuple(violations), tuple(ran), tuple(skipped))

@@ -1,0 +1,286 @@
+"""``kubesim check`` and ``kubesim replay``: a verdict on a store, and a failure run again.
+
+``kubesim check MODULE_OR_FILE:FACTORY`` runs the default campaign (every step kind swarmed,
+every oracle the store's hooks allow) and exits 0 when no property broke, 1 on a violation
+(printed with its numbers, the shrunk scenario as lines, and the replay command), 2 on a usage
+or harness error. ``kubesim replay TOKEN`` runs one example from its token and exits the same
+way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from kubesim.cli.main import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
+
+FAULT_HELP = "comma-separated step kinds to draw faults from (default: all); see --list-kinds"
+
+
+def add_parsers(commands: Any) -> None:
+    check = commands.add_parser(
+        "check",
+        help="property-test a store: scenarios of faults and threads, shrunk to a replay",
+        description=(
+            "Run a campaign of generated scenarios (workload, faults and thread schedules drawn "
+            "together by Hypothesis) against a store factory, judge each run with every oracle "
+            "its hooks allow, and shrink the first failure to a short scenario that replays. "
+            "Exit 0: no property broke; 1: a violation; 2: usage or harness error."
+        ),
+        allow_abbrev=False,
+    )
+    check.add_argument("factory", metavar="MODULE_OR_FILE:FACTORY")
+    check.add_argument("--examples", type=int, default=100, help="scenarios to run (100)")
+    check.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
+    check.add_argument(
+        "--max-time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop drawing new examples after this many seconds of wall time",
+    )
+    check.add_argument("--max-steps", type=int, default=12, help="steps per scenario (12)")
+    check.add_argument("--pods", type=int, default=6, help="pods the server starts with (6)")
+    faults = check.add_mutually_exclusive_group()
+    faults.add_argument("--faults", metavar="KINDS", help=FAULT_HELP)
+    faults.add_argument(
+        "--no-faults", action="store_true", help="draw only workload steps (no faults)"
+    )
+    check.add_argument("--list-kinds", action="store_true", help="list step kinds and exit")
+    check.add_argument(
+        "--database",
+        default=None,
+        metavar="DIR",
+        help="example database directory (.kubesim/examples), or :memory: for none",
+    )
+    check.add_argument(
+        "--traced",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="module whose code gets scheduling points (repeatable): races inside the store",
+    )
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument("--replay", metavar="TOKEN", help="run one example from its replay token")
+
+    replay = commands.add_parser(
+        "replay",
+        help="run one example again from its replay token",
+        description="Run the example a replay token describes; exit 1 if it still fails.",
+        allow_abbrev=False,
+    )
+    replay.add_argument("token", metavar="TOKEN")
+    replay.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _kinds(args: argparse.Namespace) -> list[str]:
+    from kubesim.scenario.steps import STEP_KINDS
+
+    workload = [row.kind for row in STEP_KINDS if not row.fault]
+    if args.no_faults:
+        return workload
+    if args.faults:
+        wanted = [k.strip() for k in args.faults.split(",") if k.strip()]
+        known = {row.kind for row in STEP_KINDS if row.fault}
+        unknown = [k for k in wanted if k not in known]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"--faults: unknown fault kind(s) {unknown}; fault kinds are {sorted(known)}"
+            )
+        return workload + wanted
+    return [row.kind for row in STEP_KINDS]
+
+
+def _print_kinds() -> None:
+    from kubesim.scenario.steps import STEP_KINDS
+
+    for row in STEP_KINDS:
+        print(f"{row.kind:<14} {row.fault or '-':<10} {row.summary}")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if args.list_kinds:
+        _print_kinds()
+        return EXIT_OK
+    if args.replay:
+        return _replay(args.replay, as_json=args.json)
+    try:
+        factory = load_factory(args.factory)
+        kinds = _kinds(args)
+        traced = [_import(name) for name in args.traced]
+    except argparse.ArgumentTypeError as exc:
+        print(f"kubesim check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from kubesim.scenario.run import Setup
+    from kubesim.testing.check import CheckReport, check_store
+
+    try:
+        setup = Setup(pods=args.pods)
+    except ValueError as exc:
+        print(f"kubesim check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    started = time.monotonic()
+    progress = _Progress(args.examples, quiet=args.json)
+
+    def on_example(report: CheckReport) -> None:
+        progress.update(report)
+
+    try:
+        report = check_store(
+            factory,
+            spec=args.factory,
+            examples=args.examples,
+            seed=args.seed,
+            kinds=kinds,
+            max_steps=args.max_steps,
+            setup=setup,
+            database=args.database,
+            traced=traced,
+            on_example=on_example,
+            max_time=args.max_time,
+        )
+    except (ValueError, TypeError) as exc:  # StoreContractError is a ValueError
+        progress.close()
+        print(f"kubesim check: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        progress.close()
+    elapsed = time.monotonic() - started
+    if args.json:
+        print(json.dumps(_report_json(report, elapsed), indent=2))
+    else:
+        _print_report(report, elapsed)
+    return EXIT_OK if report.ok else EXIT_EXPECTATION_FAILED
+
+
+def _import(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise argparse.ArgumentTypeError(f"--traced {name}: cannot import it: {exc}") from None
+
+
+def _print_report(report: Any, elapsed: float) -> None:
+    rate = report.examples / elapsed if elapsed > 0 else 0.0
+    status = "OK" if report.ok else "FAILED"
+    print(
+        f"kubesim check {report.factory}: {status} after {report.examples} examples "
+        f"({elapsed:.1f} s, {rate:.1f} examples/s)"
+    )
+    print(f"oracles run: {', '.join(sorted(report.ran)) or 'none'}")
+    for name, why in sorted(report.skipped.items()):
+        print(f"oracle skipped: {name} ({why})")
+    if report.kinds:
+        shown = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+        print(f"steps drawn: {shown}")
+    if report.found is not None:
+        print()
+        print(report.found)
+
+
+def _report_json(report: Any, elapsed: float) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "factory": report.factory,
+        "ok": report.ok,
+        "examples": report.examples,
+        "seconds": round(elapsed, 3),
+        "oracles": {"ran": sorted(report.ran), "skipped": dict(sorted(report.skipped.items()))},
+        "steps_drawn": dict(sorted(report.kinds.items())),
+    }
+    if report.found is not None:
+        out["failure"] = _found_json(report.found)
+    return out
+
+
+def _found_json(found: Any) -> dict[str, Any]:
+    return {
+        "violations": [
+            {"property": v.property, "summary": v.summary, "details": list(v.details)}
+            for v in found.verdict.violations
+        ],
+        "scenario": list(found.result.lines),
+        "steps": [step.to_json() for step in found.result.steps],
+        "schedule": list(found.result.schedule),
+        "trace": found.result.trace_hash,
+        "replay": found.replay.command(),
+    }
+
+
+def _replay(token: str, *, as_json: bool) -> int:
+    from kubesim.checks.store import judge
+    from kubesim.scenario.run import run_scenario
+    from kubesim.testing.check import Found
+    from kubesim.testing.replay import InvalidReplayToken, parse_token, python_version
+
+    try:
+        replay = parse_token(token)
+        factory = load_factory(replay.factory)
+        traced = [_import(name) for name in replay.traced]
+    except (InvalidReplayToken, argparse.ArgumentTypeError) as exc:
+        print(f"kubesim replay: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if replay.python and replay.python != python_version():
+        print(
+            f"kubesim replay: note: found on Python {replay.python}, replaying on "
+            f"{python_version()}; thread schedules may not carry across versions",
+            file=sys.stderr,
+        )
+    result = run_scenario(
+        factory,
+        replay.steps,
+        seed=replay.seed,
+        setup=replay.setup,
+        schedule=replay.schedule,
+        traced=traced,
+    )
+    verdict = judge(result.recording)
+    found = Found(verdict, result, replay)
+    if as_json:
+        print(json.dumps({"ok": verdict.ok, **_found_json(found)}, indent=2))
+    elif verdict.ok:
+        print(f"kubesim replay {replay.factory}: passed (trace {result.trace_hash[:16]})")
+    else:
+        print(f"kubesim replay {replay.factory}: FAILED")
+        print(found)
+    return EXIT_OK if verdict.ok else EXIT_EXPECTATION_FAILED
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    return _replay(args.token, as_json=args.json)
+
+
+class _Progress:
+    """A rich progress bar on a terminal (stderr); nothing when quiet or not a terminal."""
+
+    def __init__(self, total: int, *, quiet: bool) -> None:
+        self._bar: Any = None
+        if quiet or not sys.stderr.isatty():
+            return
+        try:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        except ImportError:
+            return
+        self._bar = Progress(
+            TextColumn("examples"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[found]}"),
+            transient=True,
+        )
+        self._task = self._bar.add_task("check", total=total, found="")
+        self._bar.start()
+
+    def update(self, report: Any) -> None:
+        if self._bar is not None:
+            found = "" if report.ok else "failure found, shrinking"
+            self._bar.update(self._task, completed=report.examples, found=found)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

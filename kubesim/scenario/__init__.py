@@ -1,0 +1,1 @@
+"""Scenarios: steps as data, and the runner that applies them to a store."""

@@ -1,0 +1,353 @@
+"""Run one scenario against a store and record what happened.
+
+:func:`run_scenario` is the engine under ``kubesim check``, the pytest plugin and ``kubesim
+replay``: it builds a seeded :class:`~kubesim.sim.simulation.Simulation`, populates the server,
+starts the store from its factory, applies the steps one at a time (the store's threads run
+under the controlled scheduler between steps until every one of them waits), and records a
+:class:`~kubesim.checks.recording.Round` at each quiescent point. The same arguments give the
+same recording and the same trace hash.
+
+Every scenario ends the same way, so that the oracles can judge it:
+
+1. **quiesce**: faults are cleared (a stalled watch cache resumes, pending injected errors are
+   dropped), history is compacted and watches expire, so the store must re-sync (a reflector
+   relists after its 410; a raw watcher gets a synthetic ADDED per object);
+2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
+   history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
+   structures and retained bytes stay flat across them; a leaking one grows every round.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesim.checks.recording import (
+    Observed,
+    Read,
+    Recording,
+    Round,
+    normalise_view,
+    object_key,
+    observe,
+)
+from kubesim.scenario.steps import Key, Step
+from kubesim.server.apiserver import APIServer
+from kubesim.workload.pods import make_pod
+
+StoreFactory = Callable[[Any], Any]
+
+
+class StoreStoppedWatching(RuntimeError):
+    """The store's ``run()`` returned: it no longer keeps its cache fed."""
+
+
+# Requests a store may make between two quiescent points before the run calls it a hot loop.
+# A correct store makes a handful per fault (a relist is a few pages); a loop that re-requests
+# without ever waiting would otherwise never give control back, and the run would hang.
+HOT_LOOP_REQUESTS = 1_000
+
+
+class HotRequestLoop(BaseException):
+    """Raised into a store thread that made :data:`HOT_LOOP_REQUESTS` without waiting.
+
+    A ``BaseException``: the store's ``except Exception: retry`` must not swallow it.
+    """
+
+
+HOOKS = ("view", "read", "sizes", "workers", "effects", "stop")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The world a scenario starts from, and how it ends."""
+
+    pods: int = 6
+    namespaces: int = 2
+    tail_rounds: int = 3
+    # Retained-size measurement per round (bytes the store keeps alive); None: not measured.
+    measure: Callable[[Any], int] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
+            raise ValueError(
+                "Setup needs pods >= 0, namespaces >= 1, tail_rounds >= 2; got "
+                f"pods={self.pods}, namespaces={self.namespaces}, tail_rounds={self.tail_rounds}"
+            )
+
+
+class ScenarioRun:
+    """One run: the simulation, the store, and the recording. Implements the steps' World."""
+
+    def __init__(
+        self,
+        factory: StoreFactory,
+        *,
+        seed: int | str,
+        setup: Setup,
+        simulation: Any,
+        spec: str = "the factory",
+    ) -> None:
+        self.factory = factory
+        self.spec = spec
+        self.seed = seed
+        self.setup = setup
+        self.sim = simulation
+        self.server: APIServer = simulation.server
+        self._names = itertools.count()
+        self._readers = itertools.count(1)
+        self.lines: list[str] = []
+        self.store: Any = None
+        self.recording = Recording(hooks=frozenset())
+        self._round = 0
+        self._requests_at_round = 0
+        self.server.request_listeners.append(self._count_request)
+
+    def _count_request(self, method: str, path: str) -> None:
+        made = self.server.request_count - self._requests_at_round
+        if made > HOT_LOOP_REQUESTS:
+            raise HotRequestLoop(
+                f"the store made {made:,} API requests since the last quiescent point without "
+                f"waiting for anything (last: {method} {path}): a hot request loop (no backoff "
+                "after an error, or a re-watch that ends at once)"
+            )
+
+    # -- World -------------------------------------------------------------------------------
+    def live_pods(self) -> list[Key]:
+        pods = self.server.resource("pods")
+        return [key for key, _ in self.server.storage.items(pods)]
+
+    def new_pod_key(self) -> Key:
+        number = next(self._names)
+        return (f"team-{number % self.setup.namespaces}", f"web-{number:03d}")
+
+    def start_reader(self) -> str:
+        name = f"reader-{next(self._readers)}"
+        round_ = self._round
+        self.sim.spawn(lambda: self._read(name, round_), name=name)
+        return name
+
+    def crash_and_restart_store(self) -> None:
+        self.sim.stop()
+        self._start_store()
+
+    def advance(self, seconds: float) -> None:
+        self.sim.advance(seconds)
+
+    # -- running -----------------------------------------------------------------------------
+    def _start_store(self) -> None:
+        from kubesim.sim.store import check_store_contract
+
+        self.store = self.factory(self.sim.kubernetes_client())
+        check_store_contract(self.store, factory=self.spec)
+        self.sim.start(self.store.run, name="store")
+
+    def _read(self, reader: str, round_: int) -> None:
+        before = self.server.resource_version
+        result = self.store.read()
+        after = self.server.resource_version
+        self.recording.reads.append(Read(reader, round_, _entries(result), before, after))
+
+    def populate(self) -> None:
+        for n in range(self.setup.namespaces):
+            self.server.create("namespaces", {"metadata": {"name": f"team-{n}"}})
+        for _ in range(self.setup.pods):
+            namespace, name = self.new_pod_key()
+            self.server.create("pods", _pod(namespace, name), namespace=namespace)
+
+    def observe(self, step: str, phase: str) -> Round:
+        self._requests_at_round = self.server.request_count
+        store = self.store
+        hooks = self.recording.hooks
+        view = normalise_view(store.view()) if "view" in hooks else None
+        sizes = dict(store.sizes()) if "sizes" in hooks else {}
+        measure = self.setup.measure
+        round_ = Round(
+            index=self._round,
+            step=step,
+            phase=phase,
+            time=self.server.clock.now(),
+            requests=self.server.request_count,
+            server=self.watched_objects(),
+            view=view,
+            sizes=sizes,
+            retained_bytes=measure(store) if measure is not None else None,
+        )
+        self.recording.rounds.append(round_)
+        return round_
+
+    def watched_objects(self) -> dict[str, Observed]:
+        """What the server holds within the scope of the store's open watches (pods if none)."""
+        server = self.server
+        watchers = [w for w in server._watchers.values() if w.ended is None]
+        out: dict[str, Observed] = {}
+        with server.lock:
+            if not watchers:
+                pods = server.resource("pods")
+                for key, stored in server.storage.items(pods):
+                    out[object_key(key)] = observe(stored.obj)
+                return out
+            for watcher in watchers:
+                for key, stored in server.storage.items(watcher.resource):
+                    if watcher.matches(stored):
+                        out[object_key(key)] = observe(stored.obj)
+        return out
+
+    def apply(self, steps: Sequence[Step]) -> None:
+        for step in steps:
+            self._round += 1
+            line = step.apply(self)
+            self.lines.append(line)
+            self.settle()
+            self.observe(line, "step")
+
+    def settle(self) -> None:
+        self.sim.settle()
+        if self.sim.store_finished:
+            raise StoreStoppedWatching(
+                f"the store's run() returned at round {self._round} after "
+                f"{self.server.request_count} requests: a store must keep its cache fed until "
+                "kubesim stops it (a list-once store is not watching)"
+            )
+
+    def quiesce(self) -> None:
+        server = self.server
+        server.resume_watch_cache()
+        server.request_failures.clear()
+        server.set_watch_buffer(None)
+        server.compact()
+        server.expire_watches()
+        self._round += 1
+        self.settle()
+        # A store that backs off after an error may be sleeping: let its timers run.
+        self.sim.advance(60)
+        self.observe("quiesce: faults cleared, history compacted, watches expired", "quiesce")
+        for tail in range(1, self.setup.tail_rounds + 1):
+            for namespace, name in self.live_pods():
+                server.patch(
+                    "pods",
+                    name,
+                    {"metadata": {"annotations": {"kubesim/tail": f"round-{tail:03d}"}}},
+                    namespace=namespace,
+                )
+            server.expire_watches()
+            self._round += 1
+            self.settle()
+            self.sim.advance(60)
+            self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
+
+
+def _pod(namespace: str, name: str) -> Any:
+    number = int(name.rsplit("-", 1)[1])
+    return make_pod(
+        name,
+        namespace,
+        labels={"app": "web", "tier": ("frontend", "backend")[number % 2]},
+        node=f"node-{number % 3}",
+        pod_ip=f"10.1.{number // 256 % 256}.{number % 256}",
+    )
+
+
+def _entries(result: Any) -> dict[str, Observed]:
+    if isinstance(result, Mapping):
+        return normalise_view(result)
+    entries: dict[str, Observed] = {}
+    for item in result:
+        metadata = (
+            item.get("metadata") if isinstance(item, Mapping) else getattr(item, "metadata", None)
+        )
+        if metadata is None:
+            raise TypeError(
+                "read() must return a mapping of key -> object, or objects with metadata; "
+                f"got an item of type {type(item).__name__}"
+            )
+        if isinstance(metadata, Mapping):
+            namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
+        else:
+            namespace, name = metadata.namespace or "", metadata.name or ""
+        entries[object_key((namespace, name))] = observe(item)
+    return entries
+
+
+@dataclass
+class ScenarioResult:
+    """A run's recording, the steps as they resolved, and the verdicts."""
+
+    steps: list[Step]
+    lines: list[str]
+    recording: Recording
+    seed: int | str
+    schedule: tuple[int, ...]
+
+    @property
+    def trace_hash(self) -> str:
+        return self.recording.trace_hash
+
+
+def hooks_of(store: Any) -> frozenset[str]:
+    """Which optional hooks of the store contract this store has."""
+    return frozenset(name for name in HOOKS if callable(getattr(store, name, None)))
+
+
+def run_scenario(
+    factory: StoreFactory,
+    steps: Sequence[Step],
+    *,
+    seed: int | str = 0,
+    setup: Setup | None = None,
+    schedule: Sequence[int] = (),
+    traced: Sequence[Any] = (),
+) -> ScenarioResult:
+    """Run ``steps`` against the store ``factory`` builds; record every quiescent point.
+
+    ``schedule``: preemption points for the store's threads (the scheduler switches to the
+    next runnable thread at exactly these scheduling points), drawn and shrunk by Hypothesis
+    in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
+    The run's own failures (the store crashed, deadlocked, spun) are recorded, not raised.
+    """
+    from kubesim.sched.errors import ScheduleFailure
+    from kubesim.sim.simulation import (
+        Simulation,
+        StoreBlockedOutsideSimulation,
+        StoreCrashed,
+    )
+
+    setup = setup if setup is not None else Setup()
+    import inspect
+
+    options = _schedule_options(schedule, traced)
+    if "strategy" not in inspect.signature(Simulation).parameters:  # TEMP until simhost lands
+        options = {}
+    sim = Simulation(seed=seed, **options)
+    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim)
+    recording = run.recording
+    try:
+        run.populate()
+        run._start_store()
+        recording.hooks = hooks_of(run.store)
+        run.observe("setup", "setup")
+        run.apply(steps)
+        run.quiesce()
+    except (
+        StoreCrashed,
+        StoreBlockedOutsideSimulation,
+        StoreStoppedWatching,
+        ScheduleFailure,
+    ) as failure:
+        # The store's own failure is a finding: recorded for the oracles, not raised. Anything
+        # else (a bug in kubesim, a bad step) propagates as a harness error.
+        recording.failure = failure
+    finally:
+        sim.stop()
+        recording.trace_hash = sim.trace.hexdigest()
+    return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def _schedule_options(schedule: Sequence[int], traced: Sequence[Any]) -> dict[str, Any]:
+    if not schedule and not traced:
+        return {}
+    from kubesim.sched.strategies import Preemptions
+
+    return {"strategy": Preemptions(list(schedule)), "traced": tuple(traced)}

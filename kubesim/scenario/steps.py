@@ -1,0 +1,444 @@
+"""Scenario steps: the property layer's one data structure.
+
+A scenario is a plain list of steps. A step is a small frozen object with one verb and its
+arguments; ``str(step)`` is one line a person reads (``expire watches``, ``compact history``,
+``patch labels of 40 pods (app=v3)``). Steps pick their targets by *position* among the live
+objects in key order (``index`` modulo how many there are), never by name: a scenario stays
+valid however Hypothesis shrinks the steps before it, and a smaller index is a simpler case.
+When a step is applied it returns the *resolved* line (``delete team-0/web-7 while
+disconnected``), which is what failure reports print.
+
+Steps act on a :class:`World`: the server plus the few things only the run can do (start a
+reader thread, crash and restart the store, let virtual time pass). The runner
+(:mod:`kubesim.scenario.run`) implements it; the steps know nothing else about the run.
+
+Every fault of the vocabulary has a step (the ``fault`` column of :data:`STEP_KINDS`), and every
+step is also a documented verb on the server or the simulation, for people who drive scenarios
+by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from kubesim.server.apiserver import APIServer
+from kubesim.workload.pods import make_pod
+
+Key = tuple[str, str]
+
+
+class World(Protocol):
+    """What steps act on. Implemented by the scenario runner."""
+
+    server: APIServer
+
+    def live_pods(self) -> list[Key]:
+        """The pods on the server, (namespace, name), in key order."""
+        ...
+
+    def new_pod_key(self) -> Key:
+        """A fresh pod key: a name never used before in this run, in one of the namespaces."""
+        ...
+
+    def start_reader(self) -> str:
+        """Start a controlled thread that calls the store's ``read()``; returns its name."""
+        ...
+
+    def crash_and_restart_store(self) -> None:
+        """End the store's threads where they are; build a fresh store and run it again."""
+        ...
+
+    def advance(self, seconds: float) -> None:
+        """Let virtual time pass, timer by timer, the store reacting after each."""
+        ...
+
+
+class Step:
+    """Base of every step: ``kind`` names it in :data:`STEP_KINDS`; ``apply`` runs it."""
+
+    kind: ClassVar[str]
+
+    def apply(self, world: World) -> str:
+        """Do the step; return the resolved line (targets named)."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **vars(self)}
+
+
+def _pick(world: World, index: int) -> Key | None:
+    live = world.live_pods()
+    return live[index % len(live)] if live else None
+
+
+def _pod(key: Key, *, labels: dict[str, str] | None = None, ip: str | None = None) -> Any:
+    namespace, name = key
+    number = int(name.rsplit("-", 1)[1]) if name.rsplit("-", 1)[-1].isdigit() else 0
+    return make_pod(
+        name,
+        namespace,
+        labels=labels or {"app": "web", "tier": ("frontend", "backend")[number % 2]},
+        node=f"node-{number % 3}",
+        pod_ip=ip or f"10.1.{number // 256 % 256}.{number % 256}",
+    )
+
+
+# -- workload ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CreatePods(Step):
+    count: int
+    kind: ClassVar[str] = "create"
+
+    def apply(self, world: World) -> str:
+        keys = [world.new_pod_key() for _ in range(self.count)]
+        for key in keys:
+            world.server.create("pods", _pod(key), namespace=key[0])
+        return f"create {_names(keys)}"
+
+    def __str__(self) -> str:
+        return f"create {_count(self.count, 'pod')}"
+
+
+@dataclass(frozen=True)
+class DeletePods(Step):
+    count: int
+    index: int = 0
+    kind: ClassVar[str] = "delete"
+
+    def apply(self, world: World) -> str:
+        live = world.live_pods()
+        if not live:
+            return "delete pods: none left"
+        chosen = [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
+        for namespace, name in chosen:
+            world.server.delete("pods", name, namespace=namespace)
+        return f"delete {_names(chosen)}"
+
+    def __str__(self) -> str:
+        return f"delete {_count(self.count, 'pod')} from position {self.index}"
+
+
+@dataclass(frozen=True)
+class ChurnPods(Step):
+    """A rollout: delete ``count`` pods and create as many under new names."""
+
+    count: int
+    kind: ClassVar[str] = "churn"
+
+    def apply(self, world: World) -> str:
+        deleted = DeletePods(self.count).apply(world)
+        created = CreatePods(self.count).apply(world)
+        return f"churn: {deleted}; {created}"
+
+    def __str__(self) -> str:
+        return f"churn {_count(self.count, 'pod')} (delete, create new names)"
+
+
+@dataclass(frozen=True)
+class PatchLabels(Step):
+    """Label storm (F11): ``count`` pods get label ``version``, one shared or unique values."""
+
+    count: int
+    value: str = "v2"
+    unique: bool = False
+    kind: ClassVar[str] = "labels"
+
+    def apply(self, world: World) -> str:
+        live = world.live_pods()[: self.count]
+        for number, (namespace, name) in enumerate(live):
+            value = f"{self.value}-{number}" if self.unique else self.value
+            world.server.patch(
+                "pods", name, {"metadata": {"labels": {"version": value}}}, namespace=namespace
+            )
+        return f"patch labels of {_count(len(live), 'pod')} ({self._what()})"
+
+    def _what(self) -> str:
+        return "unique values" if self.unique else f"version={self.value}"
+
+    def __str__(self) -> str:
+        return f"patch labels of {_count(self.count, 'pod')} ({self._what()})"
+
+
+@dataclass(frozen=True)
+class UpdatePodStatus(Step):
+    """A coalesced status update (F10): phase change and podIP cleared in one MODIFIED."""
+
+    index: int
+    phase: str = "Failed"
+    kind: ClassVar[str] = "status"
+
+    def apply(self, world: World) -> str:
+        key = _pick(world, self.index)
+        if key is None:
+            return "update status: no pods"
+        world.server.patch(
+            "pods",
+            key[1],
+            {"status": {"phase": self.phase, "podIP": None, "podIPs": None}},
+            namespace=key[0],
+            subresource="status",
+        )
+        return f"update status of {key[0]}/{key[1]}: phase {self.phase}, podIP cleared"
+
+    def __str__(self) -> str:
+        return f"update status of pod at position {self.index}: phase {self.phase}, podIP cleared"
+
+
+@dataclass(frozen=True)
+class ReusePodIP(Step):
+    """IP reuse (F10): a new pod gets the podIP of a live one."""
+
+    index: int
+    kind: ClassVar[str] = "ip-reuse"
+
+    def apply(self, world: World) -> str:
+        key = _pick(world, self.index)
+        if key is None:
+            return "reuse a pod IP: no pods"
+        ip = world.server.get("pods", key[1], namespace=key[0]).get("status", {}).get("podIP")
+        new = world.new_pod_key()
+        world.server.create("pods", _pod(new, ip=ip or "10.9.9.9"), namespace=new[0])
+        return f"create {new[0]}/{new[1]} with the podIP of {key[0]}/{key[1]} ({ip})"
+
+    def __str__(self) -> str:
+        return f"create a pod with the podIP of the pod at position {self.index}"
+
+
+# -- faults ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ExpireWatches(Step):
+    """F1 (clean end, as a server-side timeout) or, ``with_error``, F4 (in-stream 410)."""
+
+    with_error: bool = False
+    kind: ClassVar[str] = "expire"
+
+    def apply(self, world: World) -> str:
+        world.server.expire_watches(with_error=self.with_error)
+        return str(self)
+
+    def __str__(self) -> str:
+        return "expire watches with a 410 ERROR event" if self.with_error else "expire watches"
+
+
+@dataclass(frozen=True)
+class DropWatches(Step):
+    """F1, abrupt: the connection is cut with no terminating chunk."""
+
+    kind: ClassVar[str] = "drop"
+
+    def apply(self, world: World) -> str:
+        world.server.drop_watches()
+        return str(self)
+
+    def __str__(self) -> str:
+        return "drop watches (connections cut)"
+
+
+@dataclass(frozen=True)
+class DeleteWhileDisconnected(Step):
+    """F3: the store's watches end, then pods are deleted before it can watch again."""
+
+    count: int = 1
+    index: int = 0
+    kind: ClassVar[str] = "delete-in-gap"
+
+    def apply(self, world: World) -> str:
+        world.server.drop_watches()
+        deleted = DeletePods(self.count, self.index).apply(world)
+        return f"{deleted} while disconnected"
+
+    def __str__(self) -> str:
+        return f"delete {_count(self.count, 'pod')} while disconnected"
+
+
+@dataclass(frozen=True)
+class CompactHistory(Step):
+    """F4/F9: watches and continue tokens from older RVs now get 410 Expired."""
+
+    kind: ClassVar[str] = "compact"
+
+    def apply(self, world: World) -> str:
+        world.server.compact()
+        return str(self)
+
+    def __str__(self) -> str:
+        return "compact history"
+
+
+@dataclass(frozen=True)
+class StallWatchCache(Step):
+    """F6/F7: the watch cache stops; lists with RV 0 are stale, newer RVs are too large."""
+
+    kind: ClassVar[str] = "stall"
+
+    def apply(self, world: World) -> str:
+        rv = world.server.stall_watch_cache()
+        return f"stall the watch cache at resourceVersion {rv}"
+
+    def __str__(self) -> str:
+        return "stall the watch cache"
+
+
+@dataclass(frozen=True)
+class ResumeWatchCache(Step):
+    kind: ClassVar[str] = "resume"
+
+    def apply(self, world: World) -> str:
+        held = world.server.resume_watch_cache()
+        return f"resume the watch cache ({_count(held, 'held event')})"
+
+    def __str__(self) -> str:
+        return "resume the watch cache"
+
+
+@dataclass(frozen=True)
+class FailRequests(Step):
+    """HTTP errors on list and watch: the next ``count`` requests answer ``code``."""
+
+    count: int = 1
+    code: int = 500
+    kind: ClassVar[str] = "http-error"
+
+    def apply(self, world: World) -> str:
+        world.server.fail_requests(self.count, code=self.code, verbs=("list", "watch"))
+        return str(self)
+
+    def __str__(self) -> str:
+        return f"fail the next {_count(self.count, 'list or watch request')} with {self.code}"
+
+
+@dataclass(frozen=True)
+class SendBookmarks(Step):
+    """F8: a BOOKMARK, carrying only a resourceVersion, on every watch that allows them."""
+
+    kind: ClassVar[str] = "bookmark"
+
+    def apply(self, world: World) -> str:
+        sent = world.server.send_bookmarks()
+        return f"send bookmarks ({_count(sent, 'watch', 'watches')})"
+
+    def __str__(self) -> str:
+        return "send bookmarks"
+
+
+@dataclass(frozen=True)
+class SlowConsumerBurst(Step):
+    """F12: a burst of ``events`` writes while watches may buffer only ``buffer`` unread events."""
+
+    events: int = 20
+    buffer: int = 5
+    kind: ClassVar[str] = "slow-consumer"
+
+    def apply(self, world: World) -> str:
+        world.server.set_watch_buffer(self.buffer)
+        live = world.live_pods()
+        for n in range(self.events if live else 0):
+            namespace, name = live[n % len(live)]
+            world.server.patch(
+                "pods",
+                name,
+                {"metadata": {"annotations": {"kubesim/burst": str(n)}}},
+                namespace=namespace,
+            )
+        closed = world.server.set_watch_buffer(self.buffer)
+        world.server.set_watch_buffer(None)
+        return f"{self} ({_count(closed, 'watch', 'watches')} closed as unresponsive)"
+
+    def __str__(self) -> str:
+        return f"burst of {self.events} writes with a watch buffer of {self.buffer}"
+
+
+@dataclass(frozen=True)
+class AdvanceTime(Step):
+    """Virtual time passes: watch timeouts, bookmarks, the store's own timers (F13 resyncs)."""
+
+    seconds: int
+    kind: ClassVar[str] = "advance"
+
+    def apply(self, world: World) -> str:
+        world.advance(self.seconds)
+        return str(self)
+
+    def __str__(self) -> str:
+        return f"advance {self.seconds} s"
+
+
+# -- the store's side --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReadConcurrently(Step):
+    """A consumer thread calls the store's ``read()`` while the store works."""
+
+    kind: ClassVar[str] = "read"
+
+    def apply(self, world: World) -> str:
+        name = world.start_reader()
+        return f"reader thread {name!r}: read()"
+
+    def __str__(self) -> str:
+        return "reader thread: read()"
+
+
+@dataclass(frozen=True)
+class CrashAndRestart(Step):
+    """The store process dies where it is and starts again; what it did outside stays done."""
+
+    kind: ClassVar[str] = "crash"
+
+    def apply(self, world: World) -> str:
+        world.crash_and_restart_store()
+        return str(self)
+
+    def __str__(self) -> str:
+        return "crash and restart the store"
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def _names(keys: list[Key]) -> str:
+    shown = ", ".join(f"{ns}/{name}" for ns, name in keys[:4])
+    more = f" and {len(keys) - 4} more" if len(keys) > 4 else ""
+    return (shown + more) if keys else "nothing"
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """One row of the step table: the class, what it stands for, and its fault id if any."""
+
+    kind: str
+    step: type[Step]
+    fault: str
+    summary: str
+
+
+STEP_KINDS: tuple[StepKind, ...] = (
+    StepKind("create", CreatePods, "", "create pods"),
+    StepKind("delete", DeletePods, "", "delete pods"),
+    StepKind("churn", ChurnPods, "", "delete pods and create new ones (a rollout)"),
+    StepKind("labels", PatchLabels, "F11", "label storms, shared or unique values"),
+    StepKind("status", UpdatePodStatus, "F10", "coalesced status update, podIP cleared"),
+    StepKind("ip-reuse", ReusePodIP, "F10", "a new pod reuses a live pod's IP"),
+    StepKind("expire", ExpireWatches, "F1 F2 F4", "watches end cleanly, or with a 410 event"),
+    StepKind("drop", DropWatches, "F1", "watch connections cut abruptly"),
+    StepKind("delete-in-gap", DeleteWhileDisconnected, "F3", "deletes while disconnected"),
+    StepKind("compact", CompactHistory, "F4 F5 F9", "history compacted: 410 on old RVs"),
+    StepKind("stall", StallWatchCache, "F6 F7", "watch cache stalls: stale lists, RV too large"),
+    StepKind("resume", ResumeWatchCache, "F6 F7", "stalled watch cache catches up"),
+    StepKind("http-error", FailRequests, "HTTP", "HTTP 403/429/500/503/504 on list and watch"),
+    StepKind("bookmark", SendBookmarks, "F8", "bookmarks carrying only an RV"),
+    StepKind("slow-consumer", SlowConsumerBurst, "F12", "burst of writes, small watch buffer"),
+    StepKind("advance", AdvanceTime, "F1 F8 F13", "virtual time passes (timeouts, resyncs)"),
+    StepKind("read", ReadConcurrently, "", "a reader thread calls read()"),
+    StepKind("crash", CrashAndRestart, "restart", "the store crashes and restarts"),
+)
+KINDS: dict[str, StepKind] = {row.kind: row for row in STEP_KINDS}
+
+
+def step_from_json(data: dict[str, Any]) -> Step:
+    """The inverse of :meth:`Step.to_json` (for replay tokens and the example database)."""
+    if not isinstance(data, dict) or data.get("kind") not in KINDS:
+        raise ValueError(f"not a kubesim step: {data!r}")
+    fields = {k: v for k, v in data.items() if k != "kind"}
+    return KINDS[data["kind"]].step(**fields)

@@ -1,0 +1,1 @@
+"""kubesim for test suites: Hypothesis strategies, ``check_store`` and the pytest plugin."""

@@ -1,0 +1,215 @@
+"""``check_store``: point kubesim at a store factory, get a verdict.
+
+Hypothesis is the outer loop. Each example draws a scenario (steps, with swarm testing over
+the step kinds) and a thread schedule (preemption points) *together*, runs it with
+:func:`~kubesim.scenario.run.run_scenario`, and judges the recording with every oracle the
+store's hooks allow (:func:`~kubesim.checks.store.judge`). A violation fails the example;
+Hypothesis then shrinks the scenario and the schedule at once, and the smallest failing
+example is reported with its violations, its steps as lines, and a replay token that runs it
+again exactly (``kubesim replay TOKEN``).
+
+Failing examples are saved in a Hypothesis example database (``.kubesim/examples`` by default;
+any :class:`hypothesis.database.ExampleDatabase` works, Redis included), keyed by the factory,
+so the next check of the same store tries them first.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import Flaky
+
+import kubesim
+from kubesim.checks.store import ORACLES, Verdict, judge
+from kubesim.scenario.run import ScenarioResult, Setup, StoreFactory, run_scenario
+from kubesim.testing.replay import Replay, python_version
+from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
+
+DEFAULT_DATABASE = os.path.join(".kubesim", "examples")
+# Preemption points are scheduling-point indices; most runs have a few thousand.
+MAX_PREEMPTION_POINT = 4_000
+MAX_PREEMPTIONS = 3
+
+
+class NondeterminismDetected(RuntimeError):
+    """The same example failed once and passed when run again: kubesim's fault, or the store's
+    use of something kubesim does not control (wall time, real sockets, id()-ordered sets)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """The smallest failing example: what broke, the scenario, and how to run it again."""
+
+    verdict: Verdict
+    result: ScenarioResult
+    replay: Replay
+
+    @property
+    def properties(self) -> list[str]:
+        return [v.property for v in self.verdict.violations]
+
+    def __str__(self) -> str:
+        lines = [str(v) for v in self.verdict.violations]
+        lines.append(f"scenario ({len(self.result.lines)} steps):")
+        lines.extend(f"  {n}. {line}" for n, line in enumerate(self.result.lines, 1))
+        if not self.result.lines:
+            lines.append("  (no steps: setup, quiesce and tail rounds only)")
+        if self.replay.schedule:
+            lines.append(f"thread schedule: preemptions at {list(self.replay.schedule)}")
+        lines.append(f"trace {self.result.trace_hash[:16]}")
+        lines.append(f"replay: {self.replay.command()}")
+        return "\n".join(lines)
+
+
+@dataclass
+class CheckReport:
+    """What a check did: examples run, oracles run or skipped, coverage, and the failure."""
+
+    factory: str
+    examples: int = 0
+    found: Found | None = None
+    ran: set[str] = field(default_factory=set)
+    skipped: dict[str, str] = field(default_factory=dict)
+    kinds: Counter[str] = field(default_factory=Counter)
+    out_of_time: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.found is None
+
+
+class _Violated(Exception):
+    def __init__(self, result: ScenarioResult, verdict: Verdict) -> None:
+        super().__init__("; ".join(str(v).splitlines()[0] for v in verdict.violations))
+        self.result = result
+        self.verdict = verdict
+
+
+def factory_spec(factory: Callable[..., Any]) -> str:
+    module = getattr(factory, "__module__", None) or "?"
+    name = getattr(factory, "__qualname__", None) or repr(factory)
+    return f"{module}:{name}"
+
+
+def _database(database: ExampleDatabase | str | None) -> ExampleDatabase | None:
+    if database is None:
+        return DirectoryBasedExampleDatabase(DEFAULT_DATABASE)
+    if isinstance(database, str):
+        return None if database == ":memory:" else DirectoryBasedExampleDatabase(database)
+    return database
+
+
+def check_store(
+    factory: StoreFactory,
+    *,
+    spec: str | None = None,
+    examples: int = 100,
+    seed: int = 0,
+    kinds: Sequence[str] = ALL_KINDS,
+    max_steps: int = 12,
+    setup: Setup | None = None,
+    database: ExampleDatabase | str | None = None,
+    traced: Sequence[Any] = (),
+    on_example: Callable[[CheckReport], None] | None = None,
+    max_time: float | None = None,
+) -> CheckReport:
+    """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
+
+    ``spec`` is how a replay names the factory (``module:attribute`` or ``path.py:attribute``);
+    by default the factory's module and qualified name. ``kinds`` narrows the step kinds drawn
+    (see :data:`kubesim.testing.strategies.ALL_KINDS`). ``database``: an example database, a
+    directory, or ``":memory:"`` for none. ``on_example`` is called after every example (for
+    progress bars). ``max_time``: seconds of wall time after which no new example is drawn
+    (shrinking a failure already found still completes).
+    """
+    if not isinstance(examples, int) or examples < 1:
+        raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")
+    if not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got seed={seed!r}")
+    chosen = _checked_kinds(kinds)
+    setup = setup if setup is not None else Setup()
+    spec = spec or factory_spec(factory)
+    if max_time is not None and not max_time > 0:
+        raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
+    report = CheckReport(factory=spec)
+    # Wall time only bounds how long the campaign draws; it never enters a run.
+    deadline = None if max_time is None else time.monotonic() + max_time
+
+    def example(data: st.DataObject) -> None:
+        if deadline is not None and report.found is None and time.monotonic() > deadline:
+            report.out_of_time = True
+            reject()  # out of time: Hypothesis draws nothing more that runs
+        steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
+        schedule = data.draw(
+            st.lists(
+                st.integers(0, MAX_PREEMPTION_POINT), max_size=MAX_PREEMPTIONS, unique=True
+            ).map(sorted),
+            label="schedule",
+        )
+        result = run_scenario(
+            factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced
+        )
+        verdict = judge(result.recording)
+        report.examples += 1
+        report.kinds.update(step.kind for step in steps)
+        report.ran.update(verdict.ran)
+        report.skipped.update(
+            (name, why) for name, why in verdict.skipped if why != "the run ended early"
+        )
+        if on_example is not None:
+            on_example(report)
+        if not verdict.ok:
+            raise _Violated(result, verdict)
+
+    # The factory (and what is checked) keys the example database, not only this source.
+    example._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
+        f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}".encode()
+    )
+    test = hypothesis_seed(seed)(
+        settings(
+            max_examples=examples,
+            deadline=None,
+            database=_database(database),
+            derandomize=False,
+            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+            report_multiple_bugs=False,
+            print_blob=False,
+            verbosity=Verbosity.quiet,
+            suppress_health_check=list(HealthCheck),
+        )(given(st.data())(example))
+    )
+    try:
+        test()
+    except _Violated as failed:
+        traced_names = tuple(getattr(t, "__name__", str(t)) for t in traced)
+        replay = Replay(
+            factory=spec,
+            steps=tuple(failed.result.steps),
+            schedule=failed.result.schedule,
+            seed=seed,
+            setup=setup,
+            traced=traced_names,
+            kubesim_version=kubesim.__version__,
+            python=python_version(),
+        )
+        report.found = Found(failed.verdict, failed.result, replay)
+    except Flaky as exc:
+        raise NondeterminismDetected(
+            f"an example of {spec} failed and then passed when Hypothesis ran it again: the run "
+            "is not a function of its seed. kubesim controls time, threads started by the "
+            "store and the server; look for wall-clock reads, real sockets, or iteration over "
+            f"id()-ordered containers in the store. ({type(exc).__name__}: {exc})"
+        ) from exc
+    for oracle in ORACLES:
+        if oracle.name in report.ran:
+            report.skipped.pop(oracle.name, None)
+    return report

@@ -1,0 +1,91 @@
+"""Replay tokens: one failing example, as a string a person pastes into a shell.
+
+A token holds everything :func:`kubesim.scenario.run.run_scenario` needs to run the same
+example again: the factory spec, the steps (as data), the thread schedule, the seed, the setup
+and the traced modules, plus the kubesim version and Python version it was found with (a replay
+on another version still runs, and says so, since opcode-level schedules do not carry across
+Python versions). It is base64url of compressed JSON: short enough for an issue comment.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from kubesim.scenario.run import Setup
+from kubesim.scenario.steps import Step, step_from_json
+
+TOKEN_PREFIX = "ks1."
+
+
+class InvalidReplayToken(ValueError):
+    """The text is not a kubesim replay token (or was cut when copied)."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    factory: str
+    steps: tuple[Step, ...]
+    schedule: tuple[int, ...]
+    seed: int | str
+    setup: Setup
+    traced: tuple[str, ...] = ()
+    kubesim_version: str = ""
+    python: str = ""
+
+    def token(self) -> str:
+        data = {
+            "factory": self.factory,
+            "steps": [step.to_json() for step in self.steps],
+            "schedule": list(self.schedule),
+            "seed": self.seed,
+            "setup": {
+                "pods": self.setup.pods,
+                "namespaces": self.setup.namespaces,
+                "tail_rounds": self.setup.tail_rounds,
+            },
+            "traced": list(self.traced),
+            "kubesim": self.kubesim_version,
+            "python": self.python,
+        }
+        raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+        packed = base64.urlsafe_b64encode(zlib.compress(raw, 9)).rstrip(b"=").decode()
+        return TOKEN_PREFIX + packed
+
+    def command(self) -> str:
+        return f"kubesim replay {self.token()}"
+
+
+def python_version() -> str:
+    return ".".join(str(part) for part in sys.version_info[:3])
+
+
+def parse_token(token: str) -> Replay:
+    text = token.strip()
+    if not text.startswith(TOKEN_PREFIX):
+        raise InvalidReplayToken(
+            f"a replay token starts with {TOKEN_PREFIX!r}; got {text[:20]!r}... (was it cut?)"
+        )
+    body = text[len(TOKEN_PREFIX) :]
+    try:
+        raw = zlib.decompress(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        data: Any = json.loads(raw)
+        steps = tuple(step_from_json(item) for item in data["steps"])
+        setup = Setup(**data["setup"])
+        return Replay(
+            factory=str(data["factory"]),
+            steps=steps,
+            schedule=tuple(int(p) for p in data["schedule"]),
+            seed=data["seed"],
+            setup=setup,
+            traced=tuple(data.get("traced", ())),
+            kubesim_version=str(data.get("kubesim", "")),
+            python=str(data.get("python", "")),
+        )
+    except (binascii.Error, zlib.error, ValueError, KeyError, TypeError) as exc:
+        raise InvalidReplayToken(f"not a valid kubesim replay token ({exc}); was it cut?") from exc

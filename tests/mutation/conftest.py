@@ -1,0 +1,28 @@
+"""The mutation check's session fixture and its score in pytest's terminal summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .runner import MutationCheck, default_jobs, default_timeout
+from .score import write_score
+
+
+@pytest.fixture(scope="session")
+def mutation_check(request: pytest.FixtureRequest) -> Iterator[MutationCheck]:
+    """Starts the runs of every *selected* mutant at once; each test then waits for its own."""
+    selected = [
+        item.callspec.params["mutant"]
+        for item in request.session.items
+        if item.get_closest_marker("mutation") is not None
+        and "mutant" in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+    check = MutationCheck(selected, jobs=default_jobs(), timeout=default_timeout())
+    yield check
+    check.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    write_score(terminalreporter)

@@ -1,0 +1,37 @@
+"""Named mutants of the scheduler's detectors, and the tests that must fail with each applied."""
+
+MUTANTS = [
+    {
+        "name": "explore-default-granularity-line",
+        "path": "kubesim/sched/explore.py",
+        "old": 'DEFAULT_GRANULARITY = "opcode"',
+        "new": 'DEFAULT_GRANULARITY = "line"',
+        "tests": [
+            "tests/unit/test_scheduler_verdicts.py::"
+            "test_a_one_line_lost_update_is_found_with_the_default_granularity",
+        ],
+        "why": "explore and run_schedule would miss every one-line read-modify-write race",
+    },
+    {
+        "name": "scheduler-default-granularity-line",
+        "path": "kubesim/sched/scheduler.py",
+        "old": '        granularity: str = "opcode",',
+        "new": '        granularity: str = "line",',
+        "tests": [
+            "tests/unit/test_scheduler_verdicts.py::"
+            "test_a_scheduler_made_without_a_granularity_splits_a_one_line_lost_update",
+        ],
+        "why": "a Scheduler built without a granularity would miss one-line RMW races",
+    },
+    {
+        "name": "any-pending-timer-defers-deadlock",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "        return any(\n            t.state is State.BLOCKED\n",
+        "new": "        return True or any(\n            t.state is State.BLOCKED\n",
+        "tests": [
+            "tests/unit/test_scheduler_verdicts.py::"
+            "test_a_deadlock_next_to_a_ticking_timer_is_reported_at_once",
+        ],
+        "why": "a timer that wakes no blocked thread would hide a deadlock behind autojumps",
+    },
+]

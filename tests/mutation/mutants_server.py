@@ -1,0 +1,151 @@
+"""Named mutants of the fake API server's watch fault paths and watch semantics."""
+
+WATCH_FAULTS = "tests/unit/test_watch_faults.py"
+APISERVER = "tests/unit/test_apiserver.py"
+
+MUTANTS = [
+    dict(
+        name="slow-consumer-never-closed",
+        path="kubesim/server/watch.py",
+        old=(
+            '"Forcing watcher close due to unresponsiveness".\n'
+            "            self.end(WatchEnd.CLOSED)"
+        ),
+        new='"Forcing watcher close due to unresponsiveness".\n            pass',
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer"
+            "_is_exceeded",
+            "tests/integration/test_slow_consumer.py::test_the_official_watch_loop_resumes_after"
+            "_the_server_closes_it_as_slow",
+        ],
+        why="a watcher whose client does not read buffers without bound instead of being closed",
+    ),
+    dict(
+        name="slow-consumer-dropped",
+        path="kubesim/server/watch.py",
+        old=(
+            '"Forcing watcher close due to unresponsiveness".\n'
+            "            self.end(WatchEnd.CLOSED)"
+        ),
+        new=(
+            '"Forcing watcher close due to unresponsiveness".\n'
+            "            self.end(WatchEnd.DROPPED)"
+        ),
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer"
+            "_is_exceeded",
+        ],
+        why="the slow-consumer close cuts the connection instead of ending the stream cleanly",
+    ),
+    dict(
+        name="slow-consumer-off-by-one",
+        path="kubesim/server/watch.py",
+        old="if self.buffer_limit is not None and live > self.buffer_limit:",
+        new="if self.buffer_limit is not None and live >= self.buffer_limit:",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer"
+            "_is_exceeded",
+        ],
+        why="a watcher is closed when its buffer is merely full, not exceeded",
+    ),
+    dict(
+        name="replay-counts-towards-buffer",
+        path="kubesim/server/watch.py",
+        old="        if self._replaying:\n",
+        new="        if False:\n",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watch_resumed_from_further_back_than_its_buffer_replays_at"
+            "_the_clients_pace",
+        ],
+        why="a watch resumed from far back is closed as slow before its client can read",
+    ),
+    dict(
+        name="expire-watches-drops",
+        path="kubesim/server/apiserver.py",
+        old='return self._end_all(WatchEnd.CLOSED, "expire_watches")',
+        new='return self._end_all(WatchEnd.DROPPED, "expire_watches")',
+        tests=[f"{APISERVER}::test_expire_watches_ends_every_watch_cleanly"],
+        why="expire_watches cuts connections instead of ending them cleanly",
+    ),
+    dict(
+        name="drop-watches-closes",
+        path="kubesim/server/apiserver.py",
+        old='return self._end_all(WatchEnd.DROPPED, "drop_watches")',
+        new='return self._end_all(WatchEnd.CLOSED, "drop_watches")',
+        tests=[f"{APISERVER}::test_drop_watches_cuts_the_stream_without_a_clean_end"],
+        why="drop_watches ends streams cleanly, so the abrupt-drop fault never happens",
+    ),
+    dict(
+        name="no-synthetic-added",
+        path="kubesim/server/apiserver.py",
+        old='send_initial_events = rv_text in ("", "0")',
+        new="send_initial_events = False",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watch_without_rv_starts_with_synthetic_added_events_in_key"
+            "_order_with_rvs",
+        ],
+        why="a watch without resourceVersion does not start with ADDED for existing objects",
+    ),
+    dict(
+        name="compacted-watch-served",
+        path="kubesim/server/apiserver.py",
+        old="if start < storage.compacted_rv:",
+        new="if False:",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watch_from_a_compacted_rv_ends_right_after_its_one_410_error"
+            "_event",
+            f"{APISERVER}::test_after_compaction_a_watch_from_an_old_rv_gets_one_410_error_then_a"
+            "_clean_end",
+        ],
+        why="a watch from a compacted resourceVersion is served instead of getting 410 Expired",
+    ),
+    dict(
+        name="410-error-without-close",
+        path="kubesim/server/apiserver.py",
+        old="                    watcher.close_when_drained()\n",
+        new="",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_watch_from_a_compacted_rv_ends_right_after_its_one_410_error"
+            "_event",
+        ],
+        why="the watch stays open after its 410 ERROR event (until its timeout)",
+    ),
+    dict(
+        name="selector-flip-out-not-deleted",
+        path="kubesim/server/watch.py",
+        old="elif was and event.old is not None:",
+        new="elif False:",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_selector_watch_sees_flips_out_as_deleted_and_flips_in_as"
+            "_added",
+        ],
+        why="an object whose labels leave a watch's selector is never DELETED for that watch",
+    ),
+    dict(
+        name="selector-flip-in-not-added",
+        path="kubesim/server/watch.py",
+        old="        elif now:\n",
+        new="        elif False:\n",
+        tests=[
+            f"{WATCH_FAULTS}::test_a_selector_watch_sees_flips_out_as_deleted_and_flips_in_as"
+            "_added",
+        ],
+        why="an object whose labels enter a watch's selector is never ADDED for that watch",
+    ),
+    dict(
+        name="future-rv-watch-sends-the-rv-itself",
+        path="kubesim/server/watch.py",
+        old="if self.ended is not None or event.rv <= self.after_rv:",
+        new="if self.ended is not None or event.rv < self.after_rv:",
+        tests=[f"{WATCH_FAULTS}::test_a_watch_from_a_future_rv_sends_only_events_after_it"],
+        why="a watch from resourceVersion r also sends the event at r",
+    ),
+    dict(
+        name="bookmarks-not-sent",
+        path="kubesim/server/apiserver.py",
+        old="if watcher.allow_bookmarks and not watcher.has_ready():",
+        new="if False:",
+        tests=[f"{APISERVER}::test_bookmarks_arrive_only_when_allowed"],
+        why="the periodic BOOKMARK never reaches watches that allow bookmarks",
+    ),
+]

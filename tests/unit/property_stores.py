@@ -1,0 +1,153 @@
+"""Small stores for the property layer's own tests: one correct reflector, one known leak.
+
+Written the way people write them against the official client: a raw watch parsed line by
+line, errors handled the way each design handles them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+from urllib3.exceptions import ProtocolError
+
+
+def _key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+
+class Reflector:
+    """Correct: list, watch from the last RV, relist on 410, back off on errors; a dict cache."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.resource_version = ""
+
+    def run(self) -> None:
+        while True:
+            try:
+                response = self.core.list_pod_for_all_namespaces(_preload_content=False)
+            except client.ApiException:
+                time.sleep(1)
+                continue
+            listed = json.loads(response.data)
+            self.cache = {_key(pod): pod for pod in listed["items"]}
+            self.resource_version = listed["metadata"]["resourceVersion"]
+            while self._watch():
+                pass
+
+    def _watch(self) -> bool:
+        """One watch; True to watch again from the last RV, False to relist."""
+        try:
+            response = self.core.list_pod_for_all_namespaces(
+                watch=True,
+                resource_version=self.resource_version,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+            )
+        except client.ApiException as error:
+            time.sleep(1)
+            return error.status in (429, 500, 503)
+        try:
+            for line in iter_resp_lines(response):
+                event = json.loads(line)
+                if event["type"] == "ERROR":
+                    return False
+                obj = event["object"]
+                self.resource_version = obj["metadata"]["resourceVersion"]
+                if event["type"] == "BOOKMARK":
+                    continue
+                if event["type"] == "DELETED":
+                    self.cache.pop(_key(obj), None)
+                else:
+                    self.cache[_key(obj)] = obj
+        except ProtocolError:
+            return True  # the connection was cut: watch again
+        return True
+
+    def view(self) -> dict[str, dict[str, Any]]:
+        return dict(self.cache)
+
+    def sizes(self) -> dict[str, int]:
+        return {"cache": len(self.cache)}
+
+
+class AppendingWatcher(Reflector):
+    """The KubeArmor shape: a raw watch without RV, and every ADDED appends an endpoint."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        super().__init__(api_client)
+        self.endpoints: list[str] = []
+
+    def run(self) -> None:
+        while True:
+            try:
+                response = self.core.list_pod_for_all_namespaces(watch=True, _preload_content=False)
+            except client.ApiException:
+                time.sleep(1)
+                continue
+            try:
+                for line in iter_resp_lines(response):
+                    event = json.loads(line)
+                    if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+                        continue
+                    obj, key = event["object"], _key(event["object"])
+                    if event["type"] == "DELETED":
+                        self.cache.pop(key, None)
+                        self.endpoints = [e for e in self.endpoints if e != key]
+                    else:
+                        self.cache[key] = obj
+                        if event["type"] == "ADDED":
+                            self.endpoints.append(key)
+            except ProtocolError:
+                pass
+
+    def sizes(self) -> dict[str, int]:
+        return {"cache": len(self.cache), "endpoints": len(self.endpoints)}
+
+
+class ListOnce(Reflector):
+    """Lists once and returns: not a store (it stops watching)."""
+
+    def run(self) -> None:
+        listed = json.loads(self.core.list_pod_for_all_namespaces(_preload_content=False).data)
+        self.cache = {_key(pod): pod for pod in listed["items"]}
+
+
+class NoBackoff(Reflector):
+    """Re-watches at once, from the same RV, after any error opening a watch (no backoff).
+
+    Against a watch cache that lags behind (kubernetes#91073), every watch from the RV a fresh
+    list returned answers 504 "Too large resource version": a hot loop.
+    """
+
+    def _watch(self) -> bool:
+        try:
+            response = self.core.list_pod_for_all_namespaces(
+                watch=True, resource_version=self.resource_version, _preload_content=False
+            )
+        except client.ApiException:
+            return True  # the bug: no sleep, no relist
+        for line in iter_resp_lines(response):
+            event = json.loads(line)
+            if event["type"] == "ERROR":
+                return False
+            obj = event["object"]
+            self.resource_version = obj["metadata"]["resourceVersion"]
+            if event["type"] == "DELETED":
+                self.cache.pop(_key(obj), None)
+            else:
+                self.cache[_key(obj)] = obj
+        return True
+
+
+def reflector(api_client: client.ApiClient) -> Reflector:
+    return Reflector(api_client)
+
+
+def appending_watcher(api_client: client.ApiClient) -> AppendingWatcher:
+    return AppendingWatcher(api_client)

@@ -1,0 +1,252 @@
+"""The property layer end to end: steps as data, runs that record, oracles that judge them.
+
+The stores are in ``property_stores.py``: a correct reflector (no property may break), the
+KubeArmor shape (grows with every re-watch, misses deletes), a store that lists once, and one
+that re-watches in a hot loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import property_stores as stores
+import pytest
+from hypothesis import given, settings
+
+from kubesim.checks.store import judge
+from kubesim.scenario.run import Setup, run_scenario
+from kubesim.scenario.steps import (
+    KINDS,
+    STEP_KINDS,
+    AdvanceTime,
+    ChurnPods,
+    CompactHistory,
+    CreatePods,
+    DeletePods,
+    DeleteWhileDisconnected,
+    DropWatches,
+    ExpireWatches,
+    FailRequests,
+    PatchLabels,
+    ResumeWatchCache,
+    ReusePodIP,
+    SendBookmarks,
+    SlowConsumerBurst,
+    StallWatchCache,
+    UpdatePodStatus,
+    step_from_json,
+)
+from kubesim.testing.check import check_store
+from kubesim.testing.replay import InvalidReplayToken, parse_token
+from kubesim.testing.strategies import ALL_KINDS, scenarios
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SPEC = "tests/unit/property_stores.py:appending_watcher"
+
+# Every kind the single-threaded runner applies (reader threads and crash-restart need the
+# controlled simulation's extra threads; they have tests of their own).
+EVERY_SERVER_STEP = [
+    CreatePods(2),
+    PatchLabels(3, unique=True),
+    UpdatePodStatus(1),
+    ReusePodIP(0),
+    ExpireWatches(),
+    SendBookmarks(),
+    DropWatches(),
+    DeleteWhileDisconnected(1, 2),
+    DeletePods(1, 1),
+    ChurnPods(2),
+    CompactHistory(),
+    ExpireWatches(with_error=True),
+    StallWatchCache(),
+    CreatePods(1),
+    ResumeWatchCache(),
+    FailRequests(2, 429),
+    SlowConsumerBurst(events=12, buffer=3),
+    AdvanceTime(1900),
+]
+
+
+def violated(result: object) -> dict[str, str]:
+    verdict = judge(result.recording)  # type: ignore[attr-defined]
+    return {v.property: str(v) for v in verdict.violations}
+
+
+# -- the step vocabulary ---------------------------------------------------------------------------
+def test_the_step_table_covers_the_fault_vocabulary() -> None:
+    covered = {fault for row in STEP_KINDS for fault in row.fault.split()}
+    # F14 (several reflectors feeding one store) is the store's own design, not a server fault.
+    assert {f"F{n}" for n in range(1, 14)} <= covered
+    assert {"HTTP", "restart"} <= covered
+    assert set(KINDS) == set(ALL_KINDS)
+
+
+@given(scenarios(max_steps=6))
+@settings(max_examples=60, deadline=None)
+def test_every_drawn_step_prints_one_line_and_survives_json(steps: list) -> None:
+    for step in steps:
+        line = str(step)
+        assert line
+        assert "\n" not in line
+        assert step_from_json(json.loads(json.dumps(step.to_json()))) == step
+
+
+def test_swarm_testing_leaves_every_kind_out_of_some_examples() -> None:
+    seen_without: set[str] = set()
+
+    @given(scenarios(max_steps=8))
+    @settings(max_examples=80, deadline=None, database=None)
+    def draw(steps: list) -> None:
+        present = {step.kind for step in steps}
+        if steps:
+            seen_without.update(set(ALL_KINDS) - present)
+
+    draw()
+    assert seen_without == set(ALL_KINDS)
+
+
+def test_bad_kinds_are_named() -> None:
+    with pytest.raises(ValueError, match=r"got kinds=\['expire', 'nope'\]"):
+        scenarios(kinds=["expire", "nope"])
+
+
+# -- runs ------------------------------------------------------------------------------------------
+def test_a_correct_reflector_breaks_no_property_under_every_server_step() -> None:
+    result = run_scenario(stores.reflector, EVERY_SERVER_STEP, seed=3)
+    assert violated(result) == {}
+    verdict = judge(result.recording)
+    assert {"bounded", "converge", "monotone", "progress", "failure"} <= set(verdict.ran)
+    assert ("effects-once", "needs the store's effects() hook") in verdict.skipped
+    assert len(result.lines) == len(EVERY_SERVER_STEP)
+    assert result.lines[7] == "delete team-0/web-004 while disconnected"  # key order
+
+
+def test_the_same_seed_and_steps_give_the_same_trace() -> None:
+    first = run_scenario(stores.reflector, EVERY_SERVER_STEP, seed=5)
+    again = run_scenario(stores.reflector, EVERY_SERVER_STEP, seed=5)
+    other = run_scenario(stores.reflector, EVERY_SERVER_STEP, seed=6)
+    assert first.trace_hash == again.trace_hash
+    assert first.lines == again.lines
+    assert first.trace_hash != other.trace_hash
+
+
+def test_the_kubearmor_shape_grows_in_the_tail_and_keeps_a_phantom() -> None:
+    result = run_scenario(stores.appending_watcher, [DeleteWhileDisconnected(1)], seed=1)
+    found = violated(result)
+    assert "sizes()['endpoints'] changed over the tail rounds" in found["bounded"]
+    # 6 endpoints at first, the phantom's one kept, 5 more per re-watch.
+    assert "at 5 objects: 21 -> 26 -> 31" in found["bounded"]
+    assert (
+        "1 phantom(s) the server no longer has (missed deletes): team-0/web-000"
+        in (found["converge"])
+    )
+
+
+def test_a_store_that_lists_once_is_an_error_not_a_pass() -> None:
+    result = run_scenario(stores.ListOnce, [CreatePods(1)], seed=1)
+    found = violated(result)
+    assert list(found) == ["stopped-watching"]
+    assert "returned at round 1" in found["stopped-watching"]
+
+
+def test_a_hot_reconnect_loop_is_stopped_and_reported_not_hung() -> None:
+    # The cache stalls; the store relists (storage is ahead of the cache) after a 410 and
+    # watches from the fresh RV, which the cache answers 504 "Too large" until it resumes.
+    steps = [StallWatchCache(), CreatePods(1), ExpireWatches(with_error=True)]
+    result = run_scenario(stores.NoBackoff, steps, seed=1)
+    found = violated(result)
+    assert list(found) == ["progress"]
+    assert "API requests since the last quiescent point without waiting" in found["progress"]
+
+
+def test_setup_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="tail_rounds=1"):
+        Setup(tail_rounds=1)
+
+
+# -- check_store, replay -----------------------------------------------------------------------
+def test_check_store_finds_the_leak_shrinks_it_and_the_token_replays_in_a_fresh_process() -> None:
+    report = check_store(
+        stores.appending_watcher, spec=SPEC, examples=30, seed=1, database=":memory:"
+    )
+    assert report.found is not None
+    assert "bounded" in report.found.properties
+    assert len(report.found.result.steps) <= 10
+    token = report.found.replay.token()
+    assert parse_token(token).steps == tuple(report.found.result.steps)
+    replayed = subprocess.run(
+        [sys.executable, "-m", "kubesim.cli.main", "replay", token],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert replayed.returncode == 1, replayed.stderr
+    assert f"trace {report.found.result.trace_hash[:16]}" in replayed.stdout
+    assert "bounded: the store grows" in replayed.stdout
+
+
+def test_check_store_raises_no_false_alarm_on_a_correct_reflector() -> None:
+    kinds = [k for k in ALL_KINDS if k not in ("read", "crash")]
+    report = check_store(stores.reflector, examples=40, seed=2, kinds=kinds, database=":memory:")
+    assert report.ok, str(report.found)
+    assert report.examples == 40
+    assert sum(report.kinds.values()) > 40
+
+
+def test_a_cut_token_is_named_as_such() -> None:
+    with pytest.raises(InvalidReplayToken, match="was it cut"):
+        parse_token("ks1.eNoljMEKwyAQRP9lz8FqAy146y")
+
+
+# -- the command line ------------------------------------------------------------------------------
+def kubesim(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubesim.cli.main", *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_kubesim_check_exits_1_on_a_violation_with_the_replay_line() -> None:
+    done = kubesim("check", SPEC, "--examples", "20", "--database", ":memory:")
+    assert done.returncode == 1, done.stderr
+    assert "FAILED" in done.stdout
+    replay = [line for line in done.stdout.splitlines() if line.startswith("replay: ")]
+    assert replay
+    assert replay[0].startswith("replay: kubesim replay ks1.")
+
+
+def test_kubesim_check_json_carries_the_failure() -> None:
+    done = kubesim("check", SPEC, "--examples", "20", "--database", ":memory:", "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    assert report["failure"]["violations"][0]["property"] in ("bounded", "converge")
+    assert report["failure"]["replay"].startswith("kubesim replay ks1.")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["check", "no_such_module:factory"], "cannot import"),
+        (["check", SPEC, "--faults", "expire,nope"], "unknown fault kind(s) ['nope']"),
+        (["replay", "ks1.garbage"], "not a valid kubesim replay token"),
+        (["check", "tests/unit/property_stores.py:Reflector", "--pods", "-1"], "pods=-1"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(arguments: list[str], message: str) -> None:
+    done = kubesim(*arguments)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
