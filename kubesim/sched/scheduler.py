@@ -5,7 +5,8 @@ Each controlled thread is a real ``threading.Thread`` that runs only while it ho
 *scheduling points*:
 
 - every line or opcode executed in a *traced* file (the store under test; opcode granularity
-  by default so that ``x += 1`` and ``d[k] = d.get(k, 0) + 1`` can be split), via ``sys.settrace``;
+  by default so that ``x += 1`` and ``d[k] = d.get(k, 0) + 1`` can be split), via
+  ``sys.settrace`` before Python 3.12 and ``sys.monitoring`` since (:mod:`kubesim.sched.tracing`);
 - every operation on a simulated primitive (lock acquire and release, condition wait and
   notify, queue put and get, ``time.sleep``), and every blocking watch read.
 
@@ -43,11 +44,12 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import CodeType, FrameType, ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
+from kubesim.sched import tracing
 from kubesim.sched.errors import (
     Deadlock,
     Livelock,
@@ -71,13 +73,6 @@ DEFAULT_HANDOFF_TIMEOUT = 600.0
 _STACK_FRAMES = 8
 
 _active: Scheduler | None = None
-
-# Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is
-# ignored; set from a "line" event it takes effect (3.13.0). Lines then stay on as points too.
-_OPCODES_FROM_LINE_EVENT = sys.version_info >= (3, 12)
-# On 3.12 (3.12.1 checked) setting f_trace_opcodes from a trace function is ignored and, in long
-# runs, crashed the interpreter (a segfault in the opcode-tracing path): only line points there.
-_OPCODES_UNSUPPORTED = sys.version_info[:2] == (3, 12)
 
 
 def active() -> Scheduler | None:
@@ -224,7 +219,11 @@ class Scheduler:
         self.clock = clock if clock is not None else VirtualClock()
         self.trace = trace if trace is not None else Trace()
         self.traced = _resolve_traced(traced)
-        self.opcodes = granularity == "opcode" and not _OPCODES_UNSUPPORTED
+        # Where scheduling points come from (sys.settrace or sys.monitoring): see tracing.py.
+        self.points = tracing.points_for(
+            self.traced, opcodes=granularity == "opcode", point=self.point
+        )
+        self.opcodes = self.points.opcodes
         self.max_steps = max_steps
         self._step_budget = max_steps
         self.max_time = max_time
@@ -250,7 +249,6 @@ class Scheduler:
         self.aborting = False
         self._atomic = 0
         self._done = _thread.allocate_lock()
-        self._traced_code: dict[CodeType, bool] = {}
         self._controller = threading.get_ident()
 
     # -- identity ---------------------------------------------------------------------------
@@ -295,10 +293,12 @@ class Scheduler:
         try:
             self.current = first
             self.trace.record("run", self.strategy.name)
+            self.points.start()
             first.park.release()
             self._await_control()
             self._abort_all()
         finally:
+            self.points.stop()
             patches.uninstall()
             _active = None
             self.closed = True
@@ -364,12 +364,11 @@ class Scheduler:
         try:
             if self.aborting:
                 return
-            if self.traced:
-                sys.settrace(self._global_trace)
+            self.points.enter_thread()
             try:
                 target()
             finally:
-                sys.settrace(None)
+                self.points.exit_thread()
         except _Abort:
             pass
         except BaseException as exc:
@@ -473,25 +472,6 @@ class Scheduler:
                 return False
 
     # -- scheduling points ------------------------------------------------------------------
-    def _global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        code = frame.f_code
-        traced = self._traced_code.get(code)
-        if traced is None:
-            traced = self._traced_code[code] = code.co_filename.startswith(self.traced)
-        if not traced:
-            return None
-        if self.opcodes and not _OPCODES_FROM_LINE_EVENT:
-            frame.f_trace_opcodes = True
-            frame.f_trace_lines = False
-        return self._local_trace
-
-    def _local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "opcode" or event == "line":
-            if _OPCODES_FROM_LINE_EVENT and self.opcodes and not frame.f_trace_opcodes:
-                frame.f_trace_opcodes = True
-            self.point()
-        return self._local_trace
-
     def point(self) -> None:
         """A scheduling point of the calling (current) thread.
 
