@@ -733,6 +733,9 @@ class Scheduler:
         self._done.acquire()
         self._controller = threading.get_ident()
         self.trace.record("run", self.strategy.name)
+        # Points stay on for the whole run, not per settle: a store thread parked inside traced
+        # code (its run() loop) resumes in a frame sys.monitoring would not rediscover.
+        self.points.start()
 
     def spawn(self, target: Callable[[], Any], *, name: str) -> ControlledThread:
         """A new controlled thread running ``target``; it first runs at the next
@@ -785,6 +788,7 @@ class Scheduler:
             try:
                 self._abort_all()
             finally:
+                self.points.stop()
                 patches.uninstall()
                 _active = None
                 self.closed = True

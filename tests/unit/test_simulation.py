@@ -349,3 +349,49 @@ def test_a_traced_store_explores_interleavings_of_its_own_threads() -> None:
     explored = [_count(seed=s, strategy=RandomWalk(0.3), traced=traced) for s in range(3)]
     assert min(explored) < 40  # a preemption inside `count += 1` lost an update
     assert explored == [_count(seed=s, strategy=RandomWalk(0.3), traced=traced) for s in range(3)]
+
+
+class InlineCounter:
+    """Both threads wait across a settle, then bump inline in the frame that waited.
+
+    The racy loop runs in a frame that started before the settle: scheduling points must
+    reach it too (sys.monitoring enables events per code object, so a backend switched off
+    and on again between settles would not see that frame again).
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.go: threading.Event | None = None
+
+    def bump_after_go(self) -> None:
+        assert self.go is not None
+        self.go.wait()
+        for _ in range(20):
+            self.count += 1
+
+    def run(self) -> None:
+        self.go = threading.Event()
+        other = threading.Thread(target=self.bump_after_go, name="other")
+        other.start()
+        self.go.wait()
+        for _ in range(20):
+            self.count += 1
+        other.join()
+
+
+def _count_across_settles(seed: int, strategy: object) -> int:
+    traced = [sys.modules[__name__]]
+    with Simulation(seed=seed, strategy=strategy, traced=traced) as sim:  # type: ignore[arg-type]
+        counter = InlineCounter()
+        sim.start(counter.run)
+        assert not sim.store_finished  # both threads wait for go
+        assert counter.go is not None
+        counter.go.set()
+        sim.settle()
+        assert sim.store_finished
+        return counter.count
+
+
+def test_scheduling_points_reach_frames_that_waited_across_a_settle() -> None:
+    explored = [_count_across_settles(s, RandomWalk(0.3)) for s in range(6)]
+    assert min(explored) < 40, explored
