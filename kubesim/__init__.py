@@ -1,48 +1,74 @@
 """kubesim: deterministic simulation and property testing for Kubernetes client-side stores.
 
-The public surface is small and listed in ``__all__``; everything else lives in subpackages
-whose layers follow ``ARCHITECTURE.md``:
+Everything a user writes is importable from three places, each listing its names in
+``__all__`` (a test checks them):
 
-- ``kubesim._core``: the choice source, the virtual clock, the trace.
-- ``kubesim.server``: the fake API server (request in, response or watch stream out).
-- ``kubesim.transport``: in-process client adapters and the HTTP server.
-- ``kubesim.workload``, ``kubesim.checks``: what a scenario does, and the oracles.
-- ``kubesim.sim``: the simulation that wires them together.
+- ``kubesim`` (this module): the fake API server, the simulation, the transports, workload
+  objects, the memory and race oracles, and the scheduler's entry points (``explore``,
+  ``run_schedule``, ``controlled_server``).
+- ``kubesim.sched``: the controlled scheduler, its strategies (``RandomWalk``, ``PCT``,
+  ``Preemptions``) and the failures it reports; ``kubesim.sched.aio`` is the deterministic
+  asyncio loop and its ``run``.
+- ``kubesim.checks``: the oracles.
+
+Every other module is internal and may change. The layers (imports point down only):
+``_core`` (choices, virtual clock, trace) < ``server`` (the fake API server, request in,
+response or watch stream out) < ``transport``, ``workload``, ``checks``, ``sched`` < ``sim``
+(the simulation that wires them together) < ``cli``. docs/explanation/architecture.md draws
+them.
 """
 
 from __future__ import annotations
 
+import types as _types
+
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim.checks.memory import MemorySample, MemorySampler, MemoryViolation, check_memory_bounded
+from kubesim.checks.races import (
+    IsolationMonitor,
+    RaceViolation,
+    ServerVersions,
+    check_reads_match_server,
+    check_snapshot_consistency,
+)
+from kubesim.sched.explore import Exploration, Found, explore, run_schedule
 from kubesim.server.apiserver import APIServer
 from kubesim.server.resources import ResourceType, custom_resource
 from kubesim.server.status import StatusError
-from kubesim.sim.restarts import RestartReport, run_watch_restarts
+from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
 from kubesim.sim.simulation import (
     Simulation,
     SimulationStopped,
     StoreBlockedOutsideSimulation,
     StoreCrashed,
 )
+from kubesim.sim.threads import controlled_server
 from kubesim.transport.http import HTTPTransport
 from kubesim.transport.kubernetes_asyncio_client import (
     kubernetes_asyncio_client,
     patch_kubernetes_asyncio,
 )
 from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
+from kubesim.workload.pods import make_pod, populate_pods
 
 __version__ = "0.1.0"
 
 __all__ = [
     "APIServer",
     "ChoiceSource",
+    "Exploration",
+    "Found",
     "HTTPTransport",
+    "IsolationMonitor",
     "MemorySample",
     "MemorySampler",
     "MemoryViolation",
+    "RaceViolation",
     "ResourceType",
     "RestartReport",
+    "RestartRound",
     "SeededChoices",
+    "ServerVersions",
     "Simulation",
     "SimulationStopped",
     "StatusError",
@@ -52,10 +78,27 @@ __all__ = [
     "VirtualClock",
     "__version__",
     "check_memory_bounded",
+    "check_reads_match_server",
+    "check_snapshot_consistency",
+    "controlled_server",
     "custom_resource",
+    "explore",
     "kubernetes_asyncio_client",
     "kubernetes_client",
+    "make_pod",
     "patch_kubernetes",
     "patch_kubernetes_asyncio",
+    "populate_pods",
+    "run_schedule",
     "run_watch_restarts",
 ]
+
+# Hypothesis' habit (strategies/__init__.py): the module fails to import if a public name is
+# missing from __all__ or __all__ names something that is not here.
+assert set(__all__) == {
+    name
+    for name, value in globals().items()
+    if (not name.startswith("_") or name == "__version__")
+    and not isinstance(value, _types.ModuleType)
+    and name != "annotations"
+}, "kubesim.__all__ is out of date"

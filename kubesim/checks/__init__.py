@@ -15,7 +15,6 @@ from kubesim.checks.races import (
     check_reads_match_server,
     check_snapshot_consistency,
     check_snapshot_reads,
-    fingerprint,
 )
 
 __all__ = [
@@ -30,6 +29,5 @@ __all__ = [
     "check_reads_match_server",
     "check_snapshot_consistency",
     "check_snapshot_reads",
-    "fingerprint",
     "growth_per_round",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,29 @@ def test_a_bad_store_spec_is_a_usage_error_naming_the_spec() -> None:
     done = kubesim("restarts", "--leaky", "models.kubearmor:nosuch")
     assert done.returncode == 2
     assert "'models.kubearmor' has no attribute 'nosuch'" in done.stderr
+
+
+def test_the_printed_replay_line_runs_in_a_fresh_shell_and_prints_the_same_figures() -> None:
+    bin_dir = os.path.dirname(sys.executable)
+    if shutil.which("kubesim", path=bin_dir) is None:
+        pytest.skip("the kubesim console script is not installed beside this interpreter")
+    env = {
+        **os.environ,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT),
+        "PYTHONHASHSEED": "0",
+    }
+    first = kubesim("restarts", "--leaky", "models.kubearmor:before_pr1553", *SMALL, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    replay = first.stdout.strip().splitlines()[-1].removeprefix("replay: ")
+    again = subprocess.run(
+        ["bash", "-c", replay],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout == first.stdout  # figures, verdict and trace hash, byte for byte
