@@ -10,8 +10,9 @@ same recording and the same trace hash.
 Every scenario ends the same way, so that the oracles can judge it:
 
 1. **quiesce**: faults are cleared (a stalled watch cache resumes, pending injected errors are
-   dropped), history is compacted and watches expire, so the store must re-sync (a reflector
-   relists after its 410; a raw watcher gets a synthetic ADDED per object);
+   dropped), watches expire and history is compacted past the store's resourceVersion, so the
+   store must re-sync (a reflector relists after its 410; a raw watcher gets a synthetic ADDED
+   per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
    history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
    structures and retained bytes stay flat across them; a leaking one grows every round.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +107,8 @@ class ScenarioRun:
         self._round = 0
         self._requests_at_round = 0
         self._monitor: Any = None
+        self._readers_waiting: list[threading.Event] = []
+        self._store_started_rv = 0
         self.server.request_listeners.append(self._count_request)
 
     def _count_request(self, method: str, path: str) -> None:
@@ -125,26 +129,59 @@ class ScenarioRun:
         number = next(self._names)
         return (f"team-{number % self.setup.namespaces}", f"web-{number:03d}")
 
-    def start_reader(self) -> str:
+    def start_reader(self) -> str | None:
+        if "read" not in self.recording.hooks:
+            return None
         name = f"reader-{next(self._readers)}"
-        round_ = self._round
-        self.sim.spawn(lambda: self._read(name, round_), name=name)
+
+        def reader() -> None:
+            # A consumer that keeps reading (a scraper): once per step from the next one on,
+            # each read overlapping the store's reaction to that step. The Event is created
+            # here, inside the run, so it is a simulated one the driver can set.
+            while True:
+                go = threading.Event()
+                self._readers_waiting.append(go)
+                go.wait()
+                self._read(name, self._round)
+
+        self.sim.spawn(reader, name=name)
         return name
 
     def crash_and_restart_store(self) -> None:
-        self.sim.stop()
+        self.sim.crash_store()
+        self._readers_waiting.clear()
         self._start_store()
 
     def advance(self, seconds: float) -> None:
+        self._rebase_schedule()
         self.sim.advance(seconds)
 
     # -- running -----------------------------------------------------------------------------
     def _start_store(self) -> None:
-        from kubesim.sim.store import check_store_contract
+        from kubesim.sim.store import StoreContractError, check_store_contract
 
-        self.store = self.factory(self.sim.kubernetes_client())
-        check_store_contract(self.store, factory=self.spec)
-        self.sim.start(self.store.run, name="store")
+        problems: list[StoreContractError] = []
+
+        def store_main() -> None:
+            # The factory runs in the store's own controlled thread: the locks, conditions and
+            # events a store creates in __init__ are then simulated ones, as its threads'.
+            store = self.factory(self.sim.kubernetes_client())
+            try:
+                check_store_contract(store, factory=self.spec)
+            except StoreContractError as problem:
+                problems.append(problem)
+                return
+            self.store = store
+            workers = getattr(store, "workers", None)
+            for number, work in enumerate(workers() if callable(workers) else (), 1):
+                threading.Thread(target=work, name=f"worker-{number}", daemon=True).start()
+            store.run()
+
+        self.store = None
+        self._store_started_rv = self.server.resource_version
+        self.sim.start(store_main, name="store")
+        if problems:
+            raise problems[0]  # a contract error is the user's setup, not a finding
 
     def _read(self, reader: str, round_: int) -> None:
         from kubesim.checks.races import SnapshotRead, check_reads_match_server
@@ -161,7 +198,15 @@ class ScenarioRun:
                 self._monitor.handed_out(objects, reader=reader, step=round_)
             if recording.versions is not None and all(_has_identity(o) for o in objects):
                 recording.snapshot_reads.append(
-                    SnapshotRead(reader, [_identity(o) for o in objects], round_, before, after)
+                    # Any one state since the store started will do (a cache may lag behind the
+                    # server); never a mix of states, nor one from before it ever listed.
+                    SnapshotRead(
+                        reader,
+                        [_identity(o) for o in objects],
+                        round_,
+                        self._store_started_rv,
+                        after,
+                    )
                 )
                 recording.race_violations.extend(
                     check_reads_match_server(
@@ -236,10 +281,27 @@ class ScenarioRun:
             self._round += 1
             line = step.apply(self)
             self.lines.append(line)
+            self._release_readers()
             self.settle()
             self.observe(line, "step")
 
+    def _release_readers(self) -> None:
+        """Readers started by an earlier step read now, while the store reacts to this one.
+
+        (A reader registers when it first runs, in the settle after its own step, so what
+        waits here was started by an earlier step.)
+        """
+        ready, self._readers_waiting = self._readers_waiting, []
+        for go in ready:
+            go.set()
+
+    def _rebase_schedule(self) -> None:
+        rebase = getattr(self.sim.scheduler.strategy, "rebase", None)
+        if rebase is not None:
+            rebase(self.sim.scheduler.steps)
+
     def settle(self) -> None:
+        self._rebase_schedule()
         self.sim.settle()
         if self.sim.store_finished:
             raise StoreStoppedWatching(
@@ -253,9 +315,18 @@ class ScenarioRun:
         server.resume_watch_cache()
         server.request_failures.clear()
         server.set_watch_buffer(None)
-        server.compact()
         server.expire_watches()
+        # One write the store does not watch, then compaction: a store that tracks its
+        # resourceVersion now re-watches from an RV the server no longer has, gets 410 and
+        # relists (a raw watcher gets a synthetic ADDED per object instead).
+        server.create(
+            "configmaps",
+            {"metadata": {"name": f"kubesim-quiesce-{self._round}"}, "data": {}},
+            namespace="default",
+        )
+        server.compact()
         self._round += 1
+        self._release_readers()
         self.settle()
         # A store that backs off after an error may be sleeping: let its timers run.
         self.sim.advance(60)
@@ -270,6 +341,7 @@ class ScenarioRun:
                 )
             server.expire_watches()
             self._round += 1
+            self._release_readers()
             self.settle()
             self.sim.advance(60)
             self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
@@ -348,12 +420,13 @@ def run_scenario(
     setup: Setup | None = None,
     schedule: Sequence[int] = (),
     traced: Sequence[Any] = (),
+    spec: str = "the factory",
 ) -> ScenarioResult:
     """Run ``steps`` against the store ``factory`` builds; record every quiescent point.
 
-    ``schedule``: preemption points for the store's threads (the scheduler switches to the
-    next runnable thread at exactly these scheduling points), drawn and shrunk by Hypothesis
-    in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
+    ``schedule``: preemption points for the store's threads, counted from the start of each
+    step's settle (the scheduler switches to the next runnable thread there, in every step),
+    drawn and shrunk by Hypothesis in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
     The run's own failures (the store crashed, deadlocked, spun) are recorded, not raised.
     """
     from kubesim.sched.errors import ScheduleFailure
@@ -364,13 +437,8 @@ def run_scenario(
     )
 
     setup = setup if setup is not None else Setup()
-    import inspect
-
-    options = _schedule_options(schedule, traced)
-    if "strategy" not in inspect.signature(Simulation).parameters:  # TEMP until simhost lands
-        options = {}
-    sim = Simulation(seed=seed, **options)
-    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim)
+    sim = Simulation(seed=seed, **_schedule_options(schedule, traced))
+    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec)
     recording = run.recording
     patches = contextlib.ExitStack()
     try:
