@@ -64,8 +64,13 @@ class Recording:
     effects: list[Any] = field(default_factory=list)
     failure: BaseException | None = None
     trace_hash: str = ""
-    # Every version of every watched object the server ever held: (uid, rv) per key, in order.
-    history: dict[str, list[Observed]] = field(default_factory=dict)
+    # What reader threads got, frozen at read time, for the snapshot-read oracle: one
+    # SnapshotRead per read() (kubesim.checks.races), and the server's versions to judge them.
+    snapshot_reads: list[Any] = field(default_factory=list)
+    versions: Any = None
+    # Race violations found while the run went on (isolation is checked at every quiescent
+    # point; a read is compared with what the server emitted the moment it returns).
+    race_violations: list[Any] = field(default_factory=list)
 
 
 def object_key(key: Any) -> str:

@@ -45,6 +45,35 @@ def _failure(recording: Recording) -> Violation | None:
     return Violation(name, f"{kind}: {head}", details)
 
 
+def _snapshot_reads(recording: Recording) -> Violation | None:
+    from kubesim.checks.races import check_snapshot_reads
+
+    if recording.versions is None or not recording.snapshot_reads:
+        return None
+    found = check_snapshot_reads(recording.snapshot_reads, recording.versions)
+    if not found:
+        return None
+    return Violation(
+        "snapshot-reads",
+        f"{len(found)} of {len(recording.snapshot_reads)} read(s) were not the server's state "
+        "at one resourceVersion (torn across a change or a relist)",
+        tuple(str(v) for v in found[:5]),
+    )
+
+
+def _isolation(recording: Recording) -> Violation | None:
+    found = recording.race_violations
+    if not found:
+        return None
+    kinds = sorted({v.kind for v in found})
+    return Violation(
+        "isolation",
+        f"{len(found)} object(s) handed out by read() changed while shared, or did not match "
+        f"what the server emitted ({', '.join(kinds)})",
+        tuple(str(v) for v in found[:5]),
+    )
+
+
 ORACLES: tuple[Oracle, ...] = (
     Oracle("failure", _failure, (), "no thread raised, deadlocked, spun or blocked outside"),
     Oracle("bounded", bounded.check_bounded, (), "structures and retained bytes stay flat"),
@@ -52,6 +81,8 @@ ORACLES: tuple[Oracle, ...] = (
     Oracle("monotone", state.check_monotone, state.NEEDS, "no version goes back, no resurrection"),
     Oracle("effects-once", effects.check_effects_once, effects.NEEDS, "no duplicate side effect"),
     Oracle("progress", progress.check_progress, progress.NEEDS, "no hot request loop"),
+    Oracle("snapshot-reads", _snapshot_reads, ("read",), "each read is one server state"),
+    Oracle("isolation", _isolation, ("read",), "handed-out objects never change while shared"),
 )
 
 

@@ -237,6 +237,7 @@ def _replay(token: str, *, as_json: bool) -> int:
         setup=replay.setup,
         schedule=replay.schedule,
         traced=traced,
+        spec=replay.factory,
     )
     verdict = judge(result.recording)
     found = Found(verdict, result, replay)

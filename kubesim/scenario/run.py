@@ -10,8 +10,9 @@ same recording and the same trace hash.
 Every scenario ends the same way, so that the oracles can judge it:
 
 1. **quiesce**: faults are cleared (a stalled watch cache resumes, pending injected errors are
-   dropped), history is compacted and watches expire, so the store must re-sync (a reflector
-   relists after its 410; a raw watcher gets a synthetic ADDED per object);
+   dropped), watches expire and history is compacted past the store's resourceVersion, so the
+   store must re-sync (a reflector relists after its 410; a raw watcher gets a synthetic ADDED
+   per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
    history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
    structures and retained bytes stay flat across them; a leaking one grows every round.
@@ -19,7 +20,9 @@ Every scenario ends the same way, so that the oracles can judge it:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +106,9 @@ class ScenarioRun:
         self.recording = Recording(hooks=frozenset())
         self._round = 0
         self._requests_at_round = 0
+        self._monitor: Any = None
+        self._readers_waiting: list[threading.Event] = []
+        self._store_started_rv = 0
         self.server.request_listeners.append(self._count_request)
 
     def _count_request(self, method: str, path: str) -> None:
@@ -123,32 +129,106 @@ class ScenarioRun:
         number = next(self._names)
         return (f"team-{number % self.setup.namespaces}", f"web-{number:03d}")
 
-    def start_reader(self) -> str:
+    def start_reader(self) -> str | None:
+        if "read" not in self.recording.hooks:
+            return None
         name = f"reader-{next(self._readers)}"
-        round_ = self._round
-        self.sim.spawn(lambda: self._read(name, round_), name=name)
+
+        def reader() -> None:
+            # A consumer that keeps reading (a scraper): once per step from the next one on,
+            # each read overlapping the store's reaction to that step. The Event is created
+            # here, inside the run, so it is a simulated one the driver can set.
+            while True:
+                go = threading.Event()
+                self._readers_waiting.append(go)
+                go.wait()
+                self._read(name, self._round)
+
+        self.sim.spawn(reader, name=name)
         return name
 
     def crash_and_restart_store(self) -> None:
-        self.sim.stop()
+        self.sim.crash_store()
+        self._readers_waiting.clear()
         self._start_store()
 
     def advance(self, seconds: float) -> None:
+        self._rebase_schedule()
         self.sim.advance(seconds)
 
     # -- running -----------------------------------------------------------------------------
     def _start_store(self) -> None:
-        from kubesim.sim.store import check_store_contract
+        from kubesim.sim.store import StoreContractError, check_store_contract
 
-        self.store = self.factory(self.sim.kubernetes_client())
-        check_store_contract(self.store, factory=self.spec)
-        self.sim.start(self.store.run, name="store")
+        problems: list[StoreContractError] = []
+
+        def store_main() -> None:
+            # The factory runs in the store's own controlled thread: the locks, conditions and
+            # events a store creates in __init__ are then simulated ones, as its threads'.
+            store = self.factory(self.sim.kubernetes_client())
+            try:
+                check_store_contract(store, factory=self.spec)
+            except StoreContractError as problem:
+                problems.append(problem)
+                return
+            self.store = store
+            workers = getattr(store, "workers", None)
+            for number, work in enumerate(workers() if callable(workers) else (), 1):
+                threading.Thread(target=work, name=f"worker-{number}", daemon=True).start()
+            store.run()
+
+        self.store = None
+        self._store_started_rv = self.server.resource_version
+        self.sim.start(store_main, name="store")
+        if problems:
+            raise problems[0]  # a contract error is the user's setup, not a finding
 
     def _read(self, reader: str, round_: int) -> None:
+        from kubesim.checks.races import SnapshotRead, check_reads_match_server
+
         before = self.server.resource_version
         result = self.store.read()
         after = self.server.resource_version
-        self.recording.reads.append(Read(reader, round_, _entries(result), before, after))
+        # Harness work: no scheduling point may interleave it with the store's threads.
+        with self.sim.scheduler.atomic():
+            objects = list(result.values()) if isinstance(result, Mapping) else list(result)
+            recording = self.recording
+            recording.reads.append(Read(reader, round_, _entries(result), before, after))
+            if self._monitor is not None:
+                self._monitor.handed_out(objects, reader=reader, step=round_)
+            if recording.versions is not None and all(_has_identity(o) for o in objects):
+                recording.snapshot_reads.append(
+                    # Any one state since the store started will do (a cache may lag behind the
+                    # server); never a mix of states, nor one from before it ever listed.
+                    SnapshotRead(
+                        reader,
+                        [_identity(o) for o in objects],
+                        round_,
+                        self._store_started_rv,
+                        after,
+                    )
+                )
+                recording.race_violations.extend(
+                    check_reads_match_server(
+                        [(reader, o, round_) for o in objects], recording.versions
+                    )
+                )
+
+    def _watch_reads(self) -> None:
+        """With a read() hook: record the server's versions and watch what reads hand out."""
+        from kubesim.checks.races import IsolationMonitor, ServerVersions
+
+        if "read" not in self.recording.hooks:
+            return
+        self.recording.versions = ServerVersions(self.server)
+        store_view = self.store.view if "view" in self.recording.hooks else None
+        self._monitor = IsolationMonitor(
+            held_by_store=(lambda: list(store_view().values())) if store_view else None
+        )
+
+    def _verify_isolation(self) -> None:
+        if self._monitor is not None:
+            self.recording.race_violations.extend(self._monitor.verify(step=self._round))
 
     def populate(self) -> None:
         for n in range(self.setup.namespaces):
@@ -159,6 +239,7 @@ class ScenarioRun:
 
     def observe(self, step: str, phase: str) -> Round:
         self._requests_at_round = self.server.request_count
+        self._verify_isolation()
         store = self.store
         hooks = self.recording.hooks
         view = normalise_view(store.view()) if "view" in hooks else None
@@ -200,10 +281,27 @@ class ScenarioRun:
             self._round += 1
             line = step.apply(self)
             self.lines.append(line)
+            self._release_readers()
             self.settle()
             self.observe(line, "step")
 
+    def _release_readers(self) -> None:
+        """Readers started by an earlier step read now, while the store reacts to this one.
+
+        (A reader registers when it first runs, in the settle after its own step, so what
+        waits here was started by an earlier step.)
+        """
+        ready, self._readers_waiting = self._readers_waiting, []
+        for go in ready:
+            go.set()
+
+    def _rebase_schedule(self) -> None:
+        rebase = getattr(self.sim.scheduler.strategy, "rebase", None)
+        if rebase is not None:
+            rebase(self.sim.scheduler.steps)
+
     def settle(self) -> None:
+        self._rebase_schedule()
         self.sim.settle()
         if self.sim.store_finished:
             raise StoreStoppedWatching(
@@ -217,9 +315,18 @@ class ScenarioRun:
         server.resume_watch_cache()
         server.request_failures.clear()
         server.set_watch_buffer(None)
-        server.compact()
         server.expire_watches()
+        # One write the store does not watch, then compaction: a store that tracks its
+        # resourceVersion now re-watches from an RV the server no longer has, gets 410 and
+        # relists (a raw watcher gets a synthetic ADDED per object instead).
+        server.create(
+            "configmaps",
+            {"metadata": {"name": f"kubesim-quiesce-{self._round}"}, "data": {}},
+            namespace="default",
+        )
+        server.compact()
         self._round += 1
+        self._release_readers()
         self.settle()
         # A store that backs off after an error may be sleeping: let its timers run.
         self.sim.advance(60)
@@ -234,6 +341,7 @@ class ScenarioRun:
                 )
             server.expire_watches()
             self._round += 1
+            self._release_readers()
             self.settle()
             self.sim.advance(60)
             self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
@@ -248,6 +356,19 @@ def _pod(namespace: str, name: str) -> Any:
         node=f"node-{number % 3}",
         pod_ip=f"10.1.{number // 256 % 256}.{number % 256}",
     )
+
+
+def _has_identity(obj: Any) -> bool:
+    from kubesim.checks._objects import resource_version_of, uid_of
+
+    return uid_of(obj) is not None and resource_version_of(obj) is not None
+
+
+def _identity(obj: Any) -> dict[str, Any]:
+    """Just what the snapshot oracle compares, frozen now: the store may reuse the object."""
+    from kubesim.checks._objects import resource_version_of, uid_of
+
+    return {"metadata": {"uid": str(uid_of(obj)), "resourceVersion": str(resource_version_of(obj))}}
 
 
 def _entries(result: Any) -> dict[str, Observed]:
@@ -299,12 +420,13 @@ def run_scenario(
     setup: Setup | None = None,
     schedule: Sequence[int] = (),
     traced: Sequence[Any] = (),
+    spec: str = "the factory",
 ) -> ScenarioResult:
     """Run ``steps`` against the store ``factory`` builds; record every quiescent point.
 
-    ``schedule``: preemption points for the store's threads (the scheduler switches to the
-    next runnable thread at exactly these scheduling points), drawn and shrunk by Hypothesis
-    in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
+    ``schedule``: preemption points for the store's threads, counted from the start of each
+    step's settle (the scheduler switches to the next runnable thread there, in every step),
+    drawn and shrunk by Hypothesis in ``kubesim check``. ``traced``: modules (or paths) whose code gets scheduling points.
     The run's own failures (the store crashed, deadlocked, spun) are recorded, not raised.
     """
     from kubesim.sched.errors import ScheduleFailure
@@ -315,18 +437,16 @@ def run_scenario(
     )
 
     setup = setup if setup is not None else Setup()
-    import inspect
-
-    options = _schedule_options(schedule, traced)
-    if "strategy" not in inspect.signature(Simulation).parameters:  # TEMP until simhost lands
-        options = {}
-    sim = Simulation(seed=seed, **options)
-    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim)
+    sim = Simulation(seed=seed, **_schedule_options(schedule, traced))
+    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec)
     recording = run.recording
+    patches = contextlib.ExitStack()
     try:
+        patches.enter_context(_default_clients(sim.server))
         run.populate()
         run._start_store()
         recording.hooks = hooks_of(run.store)
+        run._watch_reads()
         run.observe("setup", "setup")
         run.apply(steps)
         run.quiesce()
@@ -341,8 +461,21 @@ def run_scenario(
         recording.failure = failure
     finally:
         sim.stop()
+        patches.close()
         recording.trace_hash = sim.trace.hexdigest()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def _default_clients(server: APIServer) -> contextlib.AbstractContextManager[Any]:
+    """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``) reach the
+    simulation too; without the kubernetes package there is nothing to point."""
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        return contextlib.nullcontext()
+    from kubesim.transport.kubernetes_client import patch_kubernetes
+
+    return patch_kubernetes(server)
 
 
 def _schedule_options(schedule: Sequence[int], traced: Sequence[Any]) -> dict[str, Any]:

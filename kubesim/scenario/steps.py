@@ -41,8 +41,9 @@ class World(Protocol):
         """A fresh pod key: a name never used before in this run, in one of the namespaces."""
         ...
 
-    def start_reader(self) -> str:
-        """Start a controlled thread that calls the store's ``read()``; returns its name."""
+    def start_reader(self) -> str | None:
+        """Start a controlled thread that calls the store's ``read()`` while the store reacts
+        to the next step; returns its name (None when the store has no ``read()``)."""
         ...
 
     def crash_and_restart_store(self) -> None:
@@ -373,7 +374,9 @@ class ReadConcurrently(Step):
 
     def apply(self, world: World) -> str:
         name = world.start_reader()
-        return f"reader thread {name!r}: read()"
+        if name is None:
+            return "reader thread: skipped (the store has no read() hook)"
+        return f"reader thread {name!r}: read() while the store reacts to the next step"
 
     def __str__(self) -> str:
         return "reader thread: read()"

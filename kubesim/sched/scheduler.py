@@ -405,6 +405,46 @@ class Scheduler:
         if self._done.locked():
             self._done.release()
 
+    def abort_threads(self, threads: Iterable[ControlledThread]) -> int:
+        """Driver: unwind these threads where they stand (a crash), leaving the others parked.
+
+        Each unfinished one runs once more and raises :class:`_Abort` from where it waits, so
+        its ``finally`` blocks and ``with`` exits run (a process that dies releases its locks
+        too). Returns how many were unwound. The run goes on: the driver may start new threads.
+        """
+        global _active
+        from kubesim.sched import patches
+
+        self._require_driver("abort_threads")
+        doomed = [ct for ct in threads if ct.state is not State.FINISHED]
+        if not doomed:
+            return 0
+        if _active is not None:
+            raise RuntimeError("a controlled run is already in progress; runs do not nest")
+        self.trace.record("crash", *[ct.id for ct in doomed])
+        _active = self
+        patches.install()
+        self.aborting = True
+        try:
+            for ct in doomed:
+                if ct.thread is None or ct is self.abandoned:
+                    continue
+                self._done.acquire(blocking=False)
+                ct.state = State.RUNNABLE
+                self.current = ct
+                ct.park.release()
+                self._await_control()
+        finally:
+            self.aborting = False
+            self.current = None
+            patches.uninstall()
+            _active = None
+        join = patches_original_join()
+        for ct in doomed:
+            if ct.thread is not None and ct is not self.abandoned and ct.thread.is_alive():
+                join(ct.thread, self.handoff_timeout)
+        return len(doomed)
+
     def _abort_all(self) -> None:
         """Unwind every unfinished thread, one at a time, with :class:`_Abort`.
 
@@ -669,6 +709,33 @@ class Scheduler:
             if frame is not None:
                 out[t.id] = "".join(traceback.format_stack(frame)[-8:])
         return out
+
+    def lock_cycle(self) -> list[ControlledThread] | None:
+        """Threads blocked on locks held by each other in a cycle (a deadlock), or None.
+
+        Under a driver a quiescent run is normal (threads wait for the next step); a cycle of
+        lock waits is not: nothing the driver can do wakes it.
+        """
+        waits_for: dict[int, ControlledThread] = {}
+        for t in self.threads:
+            owner = getattr(t.waiting_on, "_owner", None) if t.state is State.BLOCKED else None
+            if isinstance(owner, ControlledThread):
+                waits_for[t.id] = owner
+        for start in waits_for:
+            path: list[int] = []
+            current: int | None = start
+            while current is not None and current not in path:
+                path.append(current)
+                nxt = waits_for.get(current)
+                current = nxt.id if nxt is not None else None
+            if current is not None:
+                cycle = path[path.index(current) :]
+                return [self.threads[i] for i in cycle]
+        return None
+
+    def report_deadlock(self) -> Deadlock:
+        """The :class:`Deadlock` to report for the current state, with every thread's stack."""
+        return Deadlock(self._deadlock_report())
 
     def _deadlock_report(self) -> str:
         return (

@@ -172,6 +172,15 @@ class Preemptions:
     def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
         return _round_robin_after(previous, runnable)
 
+    def rebase(self, origin: int) -> None:
+        """Count ``points`` from ``origin`` from now on (the same preemptions again).
+
+        A driven simulation calls this before each settle, so one short list of offsets
+        preempts at the same places of *every* step's reaction: a window a few points wide
+        (a relist that clears, then refills) is hit whichever step triggers it.
+        """
+        self._pending = sorted({origin + p for p in self.points})
+
 
 def portfolio(choices: ChoiceSource, *, steps: int = 1000) -> Strategy:
     """One strategy per run, drawn from the portfolio (swarm testing, as Shuttle and Fray do)."""

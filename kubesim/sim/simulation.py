@@ -193,6 +193,12 @@ class Simulation:
         if not self.scheduler.external or self.scheduler.closed:
             return
         self.scheduler.run_until_quiescent()
+        if self.scheduler.failure is None:
+            cycle = self.scheduler.lock_cycle()
+            if cycle is not None:
+                # Quiescence is normal under a driver; threads waiting on each other's locks
+                # are not: no step of the scenario can wake them.
+                self.scheduler._fail(self.scheduler.report_deadlock())
         if self.scheduler.failure is not None:
             self._end_with_failure()
 
@@ -208,6 +214,21 @@ class Simulation:
         if isinstance(failure, BlockedOutsideSimulation):
             raise StoreBlockedOutsideSimulation(str(failure)) from None
         raise failure
+
+    def crash_store(self) -> int:
+        """The store's process dies where it stands: every controlled thread (the store's,
+        the threads it started, readers) is unwound; the server keeps what they did.
+
+        A new store may then be started with :meth:`start`. Returns how many threads ended.
+        """
+        if not self.scheduler.external or self.scheduler.closed:
+            return 0
+        ended = self.scheduler.abort_threads(list(self.scheduler.threads))
+        self.trace.record("store-crash", ended)
+        self._store = None
+        if self.scheduler.failure is not None:
+            self._end_with_failure()
+        return ended
 
     @property
     def store_finished(self) -> bool:

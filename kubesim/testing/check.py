@@ -35,9 +35,14 @@ from kubesim.testing.replay import Replay, python_version
 from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
 
 DEFAULT_DATABASE = os.path.join(".kubesim", "examples")
-# Preemption points are scheduling-point indices; most runs have a few thousand.
-MAX_PREEMPTION_POINT = 4_000
-MAX_PREEMPTIONS = 3
+# Preemption points count scheduling points from the start of each step's settle (see
+# run_scenario). An untraced store reacts to a step in a few to some tens of points (lock
+# operations, waits, watch reads); a traced store in one per opcode, thousands. The range is
+# what makes a drawn preemption land inside a short window (a relist that clears, then
+# refills) often enough to be found.
+MAX_PREEMPTION_POINT = 40
+MAX_PREEMPTION_POINT_TRACED = 5_000
+MAX_PREEMPTIONS = 4
 
 
 class NondeterminismDetected(RuntimeError):
@@ -141,6 +146,7 @@ def check_store(
     if max_time is not None and not max_time > 0:
         raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
     report = CheckReport(factory=spec)
+    last_point = MAX_PREEMPTION_POINT_TRACED if traced else MAX_PREEMPTION_POINT
     # Wall time only bounds how long the campaign draws; it never enters a run.
     deadline = None if max_time is None else time.monotonic() + max_time
 
@@ -150,13 +156,11 @@ def check_store(
             reject()  # out of time: Hypothesis draws nothing more that runs
         steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
         schedule = data.draw(
-            st.lists(
-                st.integers(0, MAX_PREEMPTION_POINT), max_size=MAX_PREEMPTIONS, unique=True
-            ).map(sorted),
+            st.lists(st.integers(0, last_point), max_size=MAX_PREEMPTIONS, unique=True).map(sorted),
             label="schedule",
         )
         result = run_scenario(
-            factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced
+            factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced, spec=spec
         )
         verdict = judge(result.recording)
         report.examples += 1

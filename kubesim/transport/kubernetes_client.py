@@ -221,9 +221,21 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
     """Route *every* ``ApiClient`` created inside the block to ``server``.
 
     For code that builds its own clients (``CoreV1Api()`` with no argument,
-    ``config.load_kube_config()``). Yields the default ``ApiClient``; restores everything after.
+    ``config.load_kube_config()``, ``config.load_incluster_config()``): inside the block the
+    configuration loaders read no file and no environment, they point the default
+    configuration at ``server``. Yields the default ``ApiClient``; restores everything after.
     """
     kubernetes = _require_kubernetes()
+    import importlib
+
+    config_modules = [
+        importlib.import_module(name)
+        for name in (
+            "kubernetes.config",
+            "kubernetes.config.kube_config",
+            "kubernetes.config.incluster_config",
+        )
+    ]
     rest = kubernetes.client.rest
     original_init = rest.RESTClientObject.__init__
 
@@ -231,8 +243,27 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
         original_init(self, configuration, *args, **kwargs)
         self.pool_manager = PoolManager(server)
 
+    def load(*args: Any, **kwargs: Any) -> None:
+        # load_kube_config(client_configuration=c) fills c; without one, the default.
+        target = kwargs.get("client_configuration")
+        if target is None:
+            target = kubernetes.client.Configuration(host=DEFAULT_HOST)
+            kubernetes.client.Configuration.set_default(target)
+        else:
+            target.host = DEFAULT_HOST
+
+    loaders = [
+        (module, name)
+        for module in config_modules
+        for name in ("load_kube_config", "load_incluster_config", "load_config")
+        if hasattr(module, name)
+    ]
+    saved_loaders = [(module, name, getattr(module, name)) for module, name in loaders]
+    previous_configuration = kubernetes.client.Configuration.get_default_copy()
     previous_default = getattr(kubernetes.client.ApiClient, "_default", None)
     rest.RESTClientObject.__init__ = init
+    for module, name in loaders:
+        setattr(module, name, load)
     try:
         client = kubernetes_client(server)
         # kubernetes >= 37 keeps a default ApiClient; older clients build a fresh one per API
@@ -243,5 +274,8 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
         yield client
     finally:
         rest.RESTClientObject.__init__ = original_init
+        for module, name, original in saved_loaders:
+            setattr(module, name, original)
+        kubernetes.client.Configuration.set_default(previous_configuration)
         if hasattr(kubernetes.client.ApiClient, "_default"):
             kubernetes.client.ApiClient._default = previous_default

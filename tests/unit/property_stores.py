@@ -151,3 +151,128 @@ def reflector(api_client: client.ApiClient) -> Reflector:
 
 def appending_watcher(api_client: client.ApiClient) -> AppendingWatcher:
     return AppendingWatcher(api_client)
+
+
+def own_client(api_client: client.ApiClient) -> Reflector:
+    """A store that ignores the client it is given and loads its own configuration."""
+    from kubernetes import config
+
+    config.load_kube_config()
+    return Reflector(client.ApiClient())
+
+
+def incluster_client(api_client: client.ApiClient) -> Reflector:
+    from kubernetes import config
+
+    config.load_incluster_config()
+    return Reflector(client.ApiClient())
+
+
+class LockedCache:
+    """A reflector whose cache sits behind a lock and a condition created in ``__init__``;
+    ``read()`` hands out a copy of the cache (a consumer's whole-cache read)."""
+
+    def __init__(self, api_client: client.ApiClient, *, clear_then_add: bool) -> None:
+        import threading
+
+        self.core = client.CoreV1Api(api_client)
+        self.lock = threading.Lock()
+        self.synced = threading.Condition(self.lock)
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.resource_version = ""
+        self.clear_then_add = clear_then_add
+
+    def run(self) -> None:
+        while True:
+            try:
+                response = self.core.list_pod_for_all_namespaces(_preload_content=False)
+            except client.ApiException:
+                time.sleep(1)
+                continue
+            listed = json.loads(response.data)
+            self._replace(listed["items"])
+            self.resource_version = listed["metadata"]["resourceVersion"]
+            while self._watch():
+                pass
+
+    def _replace(self, items: list[dict[str, Any]]) -> None:
+        if self.clear_then_add:
+            # kube-state-metrics' MetricsStore.Replace before the fix: clear, then add one by
+            # one, each under the lock, so a scrape between two adds sees part of the list.
+            with self.lock:
+                self.cache.clear()
+            for pod in items:
+                with self.lock:
+                    self.cache[_key(pod)] = pod
+        else:
+            fresh = {_key(pod): pod for pod in items}
+            with self.lock:
+                self.cache = fresh
+        with self.lock:
+            self.synced.notify_all()
+
+    def _watch(self) -> bool:
+        try:
+            response = self.core.list_pod_for_all_namespaces(
+                watch=True, resource_version=self.resource_version, _preload_content=False
+            )
+        except client.ApiException:
+            time.sleep(1)
+            return False
+        try:
+            for line in iter_resp_lines(response):
+                event = json.loads(line)
+                if event["type"] == "ERROR":
+                    return False
+                obj = event["object"]
+                self.resource_version = obj["metadata"]["resourceVersion"]
+                with self.lock:
+                    if event["type"] == "DELETED":
+                        self.cache.pop(_key(obj), None)
+                    else:
+                        self.cache[_key(obj)] = obj
+        except ProtocolError:
+            return True
+        return True
+
+    def view(self) -> dict[str, dict[str, Any]]:
+        return dict(self.cache)
+
+    def read(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.cache.values())
+
+
+def locked_cache(api_client: client.ApiClient) -> LockedCache:
+    return LockedCache(api_client, clear_then_add=False)
+
+
+def clear_then_add(api_client: client.ApiClient) -> LockedCache:
+    return LockedCache(api_client, clear_then_add=True)
+
+
+class TwoLocks:
+    """A store whose watch thread and worker take two locks in opposite orders."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        import threading
+
+        self.inner = Reflector(api_client)
+        self.a = threading.Lock()
+        self.b = threading.Lock()
+
+    def run(self) -> None:
+        import threading
+
+        def other() -> None:
+            with self.b:
+                time.sleep(1)
+                with self.a:
+                    pass
+
+        threading.Thread(target=other, name="other", daemon=True).start()
+        with self.a:
+            time.sleep(1)
+            with self.b:
+                pass
+        self.inner.run()

@@ -164,6 +164,19 @@ def test_a_hot_reconnect_loop_is_stopped_and_reported_not_hung() -> None:
     assert "API requests since the last quiescent point without waiting" in found["progress"]
 
 
+@pytest.mark.parametrize("factory", [stores.own_client, stores.incluster_client])
+def test_a_store_that_loads_its_own_configuration_talks_to_the_simulation(factory: object) -> None:
+    result = run_scenario(factory, [CreatePods(1), ExpireWatches()], seed=1)  # type: ignore[arg-type]
+    assert violated(result) == {}
+    assert result.recording.rounds[-1].view is not None
+    assert len(result.recording.rounds[-1].view) == 7
+    # Nothing leaks out of the run: loading a configuration now reads the real files again.
+    from kubernetes import config
+
+    with pytest.raises(config.ConfigException):
+        config.load_incluster_config()
+
+
 def test_setup_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="tail_rounds=1"):
         Setup(tail_rounds=1)
