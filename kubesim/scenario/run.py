@@ -427,7 +427,8 @@ def run_scenario(
     ``schedule``: preemption points for the store's threads, counted from the start of each
     step's settle (the scheduler switches to the next runnable thread there, in every step),
     drawn and shrunk by Hypothesis in ``kubesim check``. ``traced``: modules (or paths) whose
-    code gets scheduling points. The run's own failures (the store crashed, deadlocked, spun) are recorded, not raised.
+    code gets scheduling points. The run's own failures (the store crashed, deadlocked, spun)
+    are recorded, not raised.
     """
     from kubesim.sched.errors import ScheduleFailure
     from kubesim.sim.simulation import (

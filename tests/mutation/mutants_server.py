@@ -40,8 +40,8 @@ MUTANTS = [
     dict(
         name="slow-consumer-off-by-one",
         path="kubesim/server/watch.py",
-        old="if self.buffer_limit is not None and live > self.buffer_limit:",
-        new="if self.buffer_limit is not None and live >= self.buffer_limit:",
+        old="if self.buffer_limit is not None and self.backlog > self.buffer_limit:",
+        new="if self.buffer_limit is not None and self.backlog >= self.buffer_limit:",
         tests=[
             f"{WATCH_FAULTS}::test_a_watcher_whose_client_does_not_read_is_closed_once_its_buffer"
             "_is_exceeded",
