@@ -29,7 +29,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 import kubesim
-from kubesim.checks.store import ORACLES, Verdict, judge
+from kubesim.checks.store import ORACLES, Verdict, checked_oracles, judge
 from kubesim.scenario.run import ScenarioResult, Setup, StoreFactory, run_scenario
 from kubesim.testing.replay import Replay, python_version
 from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
@@ -121,6 +121,7 @@ def check_store(
     traced: Sequence[Any] = (),
     on_example: Callable[[CheckReport], None] | None = None,
     max_time: float | None = None,
+    oracles: Sequence[str] | None = None,
 ) -> CheckReport:
     """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
 
@@ -129,13 +130,15 @@ def check_store(
     (see :data:`kubesim.testing.strategies.ALL_KINDS`). ``database``: an example database, a
     directory, or ``":memory:"`` for none. ``on_example`` is called after every example (for
     progress bars). ``max_time``: seconds of wall time after which no new example is drawn
-    (shrinking a failure already found still completes).
+    (shrinking a failure already found still completes). ``oracles`` narrows which oracles
+    judge the examples (``failure`` always does; see :data:`kubesim.checks.store.ORACLES`).
     """
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got seed={seed!r}")
     chosen = _checked_kinds(kinds)
+    only = None if oracles is None else checked_oracles(oracles)
     setup = setup if setup is not None else Setup()
     spec = spec or factory_spec(factory)
     if max_time is not None and not max_time > 0:
@@ -158,7 +161,7 @@ def check_store(
         result = run_scenario(
             factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced
         )
-        verdict = judge(result.recording)
+        verdict = judge(result.recording, only=only)
         report.examples += 1
         report.kinds.update(step.kind for step in steps)
         report.ran.update(verdict.ran)
@@ -171,9 +174,10 @@ def check_store(
             raise _Violated(result, verdict)
 
     # The factory (and what is checked) keys the example database, not only this source.
-    example._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}".encode()
-    )
+    digest = f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}"
+    if only is not None:
+        digest += f"|{','.join(only)}"
+    example._hypothesis_internal_add_digest = digest.encode()  # type: ignore[attr-defined]
     test = hypothesis_seed(seed)(
         settings(
             max_examples=examples,
