@@ -236,12 +236,18 @@ def _run(
 
 
 def summary(report: CheckReport, *, seed: int) -> str:
-    """Two lines on what a campaign did: examples, seed, oracles run and skipped."""
-    skipped = "; ".join(f"{name} ({why})" for name, why in sorted(report.skipped.items()))
+    """A few lines on what a campaign did: examples, seed, oracles run, skipped, not selected."""
+    from kubesim.checks.store import NOT_SELECTED
+
     ran = ", ".join(sorted(report.ran)) or "none"
-    return f"{report.factory}: {report.examples} examples, seed {seed}\noracles run: {ran}" + (
-        f"\noracles skipped: {skipped}" if skipped else ""
-    )
+    lines = [f"{report.factory}: {report.examples} examples, seed {seed}", f"oracles run: {ran}"]
+    skipped = sorted((n, why) for n, why in report.skipped.items() if why != NOT_SELECTED)
+    if skipped:
+        lines.append("oracles skipped: " + "; ".join(f"{n} ({why})" for n, why in skipped))
+    unselected = sorted(n for n, why in report.skipped.items() if why == NOT_SELECTED)
+    if unselected:
+        lines.append(f"oracles not selected: {', '.join(unselected)}")
+    return "\n".join(lines)
 
 
 def failure_text(
