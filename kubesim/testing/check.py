@@ -178,19 +178,19 @@ def check_store(
     if only is not None:
         digest += f"|{','.join(only)}"
     example._hypothesis_internal_add_digest = digest.encode()  # type: ignore[attr-defined]
-    test = hypothesis_seed(seed)(
-        settings(
-            max_examples=examples,
-            deadline=None,
-            database=_database(database),
-            derandomize=False,
-            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-            report_multiple_bugs=False,
-            print_blob=False,
-            verbosity=Verbosity.quiet,
-            suppress_health_check=list(HealthCheck),
-        )(given(st.data())(example))
-    )
+    # @seed turns the example database off (it sets database=None on the test's settings), so
+    # it goes inside and the settings, with the database, outside.
+    test = settings(
+        max_examples=examples,
+        deadline=None,
+        database=_database(database),
+        derandomize=False,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )(hypothesis_seed(seed)(given(st.data())(example)))
     try:
         test()
     except _Violated as failed:

@@ -261,8 +261,7 @@ def failure_text(
     if report.found is not None:
         broke = ", ".join(dict.fromkeys(report.found.properties))
         lines.append(
-            f"kubesim: {report.factory} broke {broke} "
-            f"(found within {report.examples} examples, seed {seed})"
+            f"kubesim: {report.factory} broke {broke} after {report.examples} examples, seed {seed}"
         )
     else:
         lines.append(f"kubesim: {report.factory}: {report.examples} examples, seed {seed}")

@@ -327,3 +327,31 @@ def test_the_entry_point_is_declared() -> None:
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)["project"]
     assert project["entry-points"]["pytest11"] == {"kubesim": "kubesim.testing.pytest_plugin"}
+
+
+class _MissesDeletes(stores.AppendingWatcher):
+    """Bounded (its sizes() count only the cache), but keeps a phantom for a delete it missed."""
+
+    def sizes(self) -> dict[str, int]:
+        return {"cache": len(self.cache)}
+
+
+def _misses_deletes(api_client: object) -> _MissesDeletes:
+    return _MissesDeletes(api_client)  # type: ignore[arg-type]
+
+
+def test_the_example_database_keeps_a_failure_and_the_next_run_tries_it_first() -> None:
+    # --kubesim-database (and kubesim check --database) hand check_store a database; a failure
+    # found once is saved and found again at once, however long the search took the first time.
+    from hypothesis.database import InMemoryExampleDatabase
+
+    database = InMemoryExampleDatabase()
+    kinds = ["create", "delete-in-gap", "expire"]
+    first = check_store(_misses_deletes, examples=20, database=database, kinds=kinds)
+    assert first.found is not None
+    assert "converge" in first.found.properties
+    assert database.data, "the failing example was not saved"
+    again = check_store(_misses_deletes, examples=20, database=database, kinds=kinds)
+    assert again.found is not None
+    assert again.found.replay.token() == first.found.replay.token()
+    assert again.examples < first.examples
