@@ -19,6 +19,7 @@ import sys
 import property_stores as stores
 import pytest
 
+import kubesim
 from kubesim.checks.store import judge
 from kubesim.scenario.run import run_scenario
 from kubesim.testing import store_property, store_test
@@ -38,7 +39,11 @@ KINDS = ["create", "delete", "churn", "expire", "drop", "compact", "bookmark", "
 @pytest.fixture
 def user(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A user's project: the stores of property_stores.py as their module ``leaky_store``."""
-    monkeypatch.setenv("PYTHONPATH", ROOT)
+    # The kubesim this process imported (a mutant's copy under tests/mutation), first.
+    home = os.path.dirname(os.path.dirname(os.path.abspath(kubesim.__file__)))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")]))
+    )
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     shutil.copy(os.path.join(HERE, "property_stores.py"), pytester.path / "leaky_store.py")
     return pytester
