@@ -2,7 +2,7 @@
 
 Every figure is a *rate* (events, writes or pods per second) computed from one timed section.
 A row keeps one sample per repetition; the table shows the median and the spread
-((max - min) / median, as in ``shared/reference/clients-measured.md``). The "vs limit" column
+((max - min) / median, relative to the typical repetition). The "vs limit" column
 is the median of per-repetition ratios, each taken against the limit measured in the *same*
 repetition, so that slow phases of a noisy 2-core machine hit both sides of a ratio alike.
 """

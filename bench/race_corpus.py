@@ -24,8 +24,8 @@ Racy cases (``racy=True``) and the failure each one must produce:
 4. ``window``: the relist first processes 40 events (local work, 40 loop iterations) and then
    clears and immediately refills; the handler reads once, at its start. Failing needs the
    reflector to run ~160 opcodes ahead uninterrupted, then exactly one preemption inside a
-   window of a few opcodes: the "atomicity window" shape of
-   ``shared/reference/simulation-and-races.md`` section 4.5, where PCT is expected to win.
+   window of a few opcodes: the "atomicity window" shape, where PCT is expected to win
+   (docs/explanation/scheduler.md, "Why a portfolio").
 
 Correct twins (``racy=False``) must never fail: copy-on-write publish (one reference store),
 the same code under one ``threading.Lock`` (created in ``setup``, so each tool's patched lock is

@@ -1,13 +1,21 @@
 """kubesim: deterministic simulation and property testing for Kubernetes client-side stores.
 
-The public surface is small and listed in ``__all__``; everything else lives in subpackages
-whose layers follow ``ARCHITECTURE.md``:
+Everything a user writes is importable from three places, each listing its names in
+``__all__`` (a test checks them):
 
-- ``kubesim._core``: the choice source, the virtual clock, the trace.
-- ``kubesim.server``: the fake API server (request in, response or watch stream out).
-- ``kubesim.transport``: in-process client adapters and the HTTP server.
-- ``kubesim.workload``, ``kubesim.checks``: what a scenario does, and the oracles.
-- ``kubesim.sim``: the simulation that wires them together.
+- ``kubesim`` (this module): the fake API server, the simulation, the transports, workload
+  objects, the memory and race oracles, and the scheduler's entry points (``explore``,
+  ``run_schedule``, ``controlled_server``).
+- ``kubesim.sched``: the controlled scheduler, its strategies (``RandomWalk``, ``PCT``,
+  ``Preemptions``) and the failures it reports; ``kubesim.sched.aio`` is the deterministic
+  asyncio loop and its ``run``.
+- ``kubesim.checks``: the oracles.
+
+Every other module is internal and may change. The layers (imports point down only):
+``_core`` (choices, virtual clock, trace) < ``server`` (the fake API server, request in,
+response or watch stream out) < ``transport``, ``workload``, ``checks``, ``sched`` < ``sim``
+(the simulation that wires them together) < ``cli``. docs/explanation/architecture.md draws
+them.
 """
 
 from __future__ import annotations
@@ -24,36 +32,53 @@ if _typing.TYPE_CHECKING:
         MemoryViolation,
         check_memory_bounded,
     )
+    from kubesim.checks.races import (
+        IsolationMonitor,
+        RaceViolation,
+        ServerVersions,
+        check_reads_match_server,
+        check_snapshot_consistency,
+    )
+    from kubesim.sched.explore import Exploration, Found, explore, run_schedule
     from kubesim.server.apiserver import APIServer
     from kubesim.server.resources import ResourceType, custom_resource
     from kubesim.server.status import StatusError
-    from kubesim.sim.restarts import RestartReport, run_watch_restarts
+    from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
     from kubesim.sim.simulation import (
         Simulation,
         SimulationStopped,
         StoreBlockedOutsideSimulation,
         StoreCrashed,
     )
+    from kubesim.sim.threads import controlled_server
     from kubesim.transport.http import HTTPTransport
     from kubesim.transport.kubernetes_asyncio_client import (
         kubernetes_asyncio_client,
         patch_kubernetes_asyncio,
     )
     from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
+    from kubesim.workload.pods import make_pod, populate_pods
 
 __version__ = "0.1.0"
 
-# Imported on first use (kubesim._lazy): `import kubesim` stays cheap for the pytest plugin.
+# Imported on first use (kubesim._lazy): pytest imports this package in every run where kubesim
+# is installed (the plugin), so `import kubesim` must not pull in the server or the simulation.
 _EXPORTS = {
     "APIServer": "kubesim.server.apiserver",
     "ChoiceSource": "kubesim._core",
+    "Exploration": "kubesim.sched.explore",
+    "Found": "kubesim.sched.explore",
     "HTTPTransport": "kubesim.transport.http",
+    "IsolationMonitor": "kubesim.checks.races",
     "MemorySample": "kubesim.checks.memory",
     "MemorySampler": "kubesim.checks.memory",
     "MemoryViolation": "kubesim.checks.memory",
+    "RaceViolation": "kubesim.checks.races",
     "ResourceType": "kubesim.server.resources",
     "RestartReport": "kubesim.sim.restarts",
+    "RestartRound": "kubesim.sim.restarts",
     "SeededChoices": "kubesim._core",
+    "ServerVersions": "kubesim.checks.races",
     "Simulation": "kubesim.sim.simulation",
     "SimulationStopped": "kubesim.sim.simulation",
     "StatusError": "kubesim.server.status",
@@ -62,11 +87,18 @@ _EXPORTS = {
     "Trace": "kubesim._core",
     "VirtualClock": "kubesim._core",
     "check_memory_bounded": "kubesim.checks.memory",
+    "check_reads_match_server": "kubesim.checks.races",
+    "check_snapshot_consistency": "kubesim.checks.races",
+    "controlled_server": "kubesim.sim.threads",
     "custom_resource": "kubesim.server.resources",
+    "explore": "kubesim.sched.explore",
     "kubernetes_asyncio_client": "kubesim.transport.kubernetes_asyncio_client",
     "kubernetes_client": "kubesim.transport.kubernetes_client",
+    "make_pod": "kubesim.workload.pods",
     "patch_kubernetes": "kubesim.transport.kubernetes_client",
     "patch_kubernetes_asyncio": "kubesim.transport.kubernetes_asyncio_client",
+    "populate_pods": "kubesim.workload.pods",
+    "run_schedule": "kubesim.sched.explore",
     "run_watch_restarts": "kubesim.sim.restarts",
 }
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
@@ -74,13 +106,19 @@ __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "APIServer",
     "ChoiceSource",
+    "Exploration",
+    "Found",
     "HTTPTransport",
+    "IsolationMonitor",
     "MemorySample",
     "MemorySampler",
     "MemoryViolation",
+    "RaceViolation",
     "ResourceType",
     "RestartReport",
+    "RestartRound",
     "SeededChoices",
+    "ServerVersions",
     "Simulation",
     "SimulationStopped",
     "StatusError",
@@ -90,10 +128,21 @@ __all__ = [
     "VirtualClock",
     "__version__",
     "check_memory_bounded",
+    "check_reads_match_server",
+    "check_snapshot_consistency",
+    "controlled_server",
     "custom_resource",
+    "explore",
     "kubernetes_asyncio_client",
     "kubernetes_client",
+    "make_pod",
     "patch_kubernetes",
     "patch_kubernetes_asyncio",
+    "populate_pods",
+    "run_schedule",
     "run_watch_restarts",
 ]
+
+# Hypothesis' habit (strategies/__init__.py): the module fails to import if __all__ and the
+# names it exports (the lazy table) disagree.
+assert set(__all__) == {*_EXPORTS, "__version__"}, "kubesim.__all__ is out of date"

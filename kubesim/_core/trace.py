@@ -1,10 +1,11 @@
 """The trace of a run: an ordered record of what happened, with a stable hash.
 
 Two runs with the same seed must produce the same trace hash (the determinism contract in
-ARCHITECTURE.md). Records are tuples of str/int/float/None; the hash is sha256 over a
-canonical encoding, updated as records arrive, so a long run does not have to keep every
-record in memory. The most recent records are kept for failure reports; ``keep_all=True`` keeps
-every record (``records``), for diagnosing where two runs that should agree diverge.
+docs/explanation/architecture.md). Records are tuples of str/int/float/None; the hash is
+sha256 over a canonical encoding, updated as records arrive, so a long run does not have to
+keep every record in memory. The most recent records are kept for failure reports;
+``keep_all=True`` keeps every record (``records``), for diagnosing where two runs that should
+agree diverge.
 """
 
 from __future__ import annotations

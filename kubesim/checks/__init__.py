@@ -22,7 +22,6 @@ if _typing.TYPE_CHECKING:
         check_reads_match_server,
         check_snapshot_consistency,
         check_snapshot_reads,
-        fingerprint,
     )
 
 # Imported on first use (kubesim._lazy): the pytest plugin reads the oracle table in
@@ -39,7 +38,6 @@ _EXPORTS = {
     "check_reads_match_server": "kubesim.checks.races",
     "check_snapshot_consistency": "kubesim.checks.races",
     "check_snapshot_reads": "kubesim.checks.races",
-    "fingerprint": "kubesim.checks.races",
     "growth_per_round": "kubesim.checks.memory",
 }
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
@@ -56,6 +54,5 @@ __all__ = [
     "check_reads_match_server",
     "check_snapshot_consistency",
     "check_snapshot_reads",
-    "fingerprint",
     "growth_per_round",
 ]

@@ -32,6 +32,7 @@ from kubesim.sched import scheduler as _sched
 ORIGINAL_THREAD = threading.Thread
 ORIGINAL_START: Callable[[threading.Thread], None] = threading.Thread.start
 ORIGINAL_JOIN = threading.Thread.join
+ORIGINAL_CONDITION = threading.Condition
 
 _REAL: dict[str, Callable[..., Any]] = {
     "sleep": time.sleep,

@@ -12,7 +12,11 @@ Every acquire, release, wait and notify is a scheduling point. Waiters are woken
 order, so who wins a contended lock is decided by the strategy, never by the OS.
 
 Outside a controlled run the objects still work, as plain real locks (so a lock created during a
-run and used after it, by an ``atexit`` hook say, does not break).
+run and used after it, by an ``atexit`` hook say, does not break), and they keep what the run
+left in them: a lock a parked controlled thread holds is not free for the driver of a
+:class:`~kubesim.sim.simulation.Simulation` between two settles (it cannot wait for it, since
+nothing runs while it waits: that is an error naming the holder), and a notify from the driver
+wakes the controlled threads waiting on the condition, at the next settle.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class SimLock(Waitable):
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         scheduler = _sched.active()
         if scheduler is None:
+            if self._locked:
+                return self._held_by_parked_thread(blocking)
             return self._real.acquire(blocking, timeout)
         ct = scheduler.require_current("a lock")
         scheduler.point()
@@ -70,7 +76,19 @@ class SimLock(Waitable):
         scheduler.point()
 
     def locked(self) -> bool:
-        return self._locked if _sched.active() is not None else self._real.locked()
+        return self._locked if _sched.active() is not None else self._locked or self._real.locked()
+
+    def _held_by_parked_thread(self, blocking: bool) -> bool:
+        """Outside a run, a lock a controlled thread holds: no one can release it meanwhile."""
+        if not blocking:
+            return False
+        holder = self._owner.name if self._owner is not None else "?"
+        raise RuntimeError(
+            f"{type(self).__name__} at {id(self):#x} is held by the controlled thread {holder!r}, "
+            "which cannot run while an uncontrolled thread waits for it (between two settles "
+            "of a Simulation nothing runs): take it from a controlled thread instead "
+            "(Simulation.spawn)"
+        )
 
     __enter__ = acquire
 
@@ -114,6 +132,8 @@ class SimRLock(SimLock):
             if self._real_owner == me:
                 self._count += 1
                 return True
+            if self._locked:
+                return self._held_by_parked_thread(blocking)
             if not self._real.acquire(blocking, timeout):
                 return False
             self._real_owner, self._count = me, 1
@@ -164,8 +184,11 @@ class SimRLock(SimLock):
 
 
 class _Waiter(Waitable):
-    def __init__(self, condition: SimCondition) -> None:
+    def __init__(self, condition: SimCondition, scheduler: _sched.Scheduler) -> None:
         self.condition = condition
+        # Who parked the waiter: a notify from outside the run (a Simulation's driver between
+        # settles) still has to make it runnable there.
+        self.scheduler = scheduler
         self.notified = False
 
     def describe(self) -> str:
@@ -198,13 +221,15 @@ class SimCondition:
         scheduler = _sched.active()
         if scheduler is None:
             raise RuntimeError(
-                "a kubesim simulated Condition was waited on outside a controlled run; create "
-                "blocking objects inside the run they are used in"
+                "a kubesim simulated Condition (an Event, a Queue...) was waited on outside a "
+                "controlled run, where nothing could ever notify it: create blocking objects "
+                "inside the run they are used in, and wait in a controlled thread (between the "
+                "settles of a Simulation, run the waiting code with Simulation.spawn)"
             )
         if not self._is_owned():
             raise RuntimeError("cannot wait on un-acquired lock")
         ct = scheduler.require_current("a Condition")
-        waiter = _Waiter(self)
+        waiter = _Waiter(self, scheduler)
         self._waiters.append(waiter)
         # No scheduling point between releasing the lock and parking: a notify landing in that
         # window would find nobody parked and be lost (the wakeup Event.set relies on).
@@ -244,9 +269,8 @@ class SimCondition:
         del self._waiters[:n]
         for waiter in woken:
             waiter.notified = True
+            waiter.scheduler.wake(waiter)
         if scheduler is not None:
-            for waiter in woken:
-                scheduler.wake(waiter)
             scheduler.point()
 
     def notify_all(self) -> None:

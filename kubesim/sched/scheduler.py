@@ -5,7 +5,8 @@ Each controlled thread is a real ``threading.Thread`` that runs only while it ho
 *scheduling points*:
 
 - every line or opcode executed in a *traced* file (the store under test; opcode granularity
-  by default so that ``x += 1`` and ``d[k] = d.get(k, 0) + 1`` can be split), via ``sys.settrace``;
+  by default so that ``x += 1`` and ``d[k] = d.get(k, 0) + 1`` can be split), via
+  ``sys.settrace`` before Python 3.12 and ``sys.monitoring`` since (:mod:`kubesim.sched.tracing`);
 - every operation on a simulated primitive (lock acquire and release, condition wait and
   notify, queue put and get, ``time.sleep``), and every blocking watch read.
 
@@ -14,6 +15,16 @@ the run's :class:`~kubesim._core.ChoiceSource`. Blocking parks the thread; when 
 waits, virtual time jumps to the next deadline (trio's autojump), so an hour of watch traffic
 with timeouts runs in milliseconds. When nothing can ever wake a thread, that is a
 :class:`~kubesim.sched.errors.Deadlock`, reported with every thread's stack and what it waits for.
+
+Two ways to drive a run: :meth:`Scheduler.run` runs a scenario function as thread 0 and moves
+virtual time itself; :meth:`Scheduler.start_external` lets the calling thread drive (a
+:class:`~kubesim.sim.simulation.Simulation`): it spawns threads and runs them until every one
+waits, then applies the next step itself, and virtual time moves only when it moves the clock.
+
+Only a running thread has scheduling points (timer callbacks fired while every thread waits run
+with none), and the strategy is never asked to choose among no thread. A thread that holds the
+baton but sits still on something the scheduler does not control is found by a watchdog in the
+controller within seconds (:data:`DEFAULT_STUCK_AFTER`) and reported with its stack.
 
 Threads started by controlled code are adopted (``Thread.start`` is patched for the run); a
 thread the scheduler does not control that touches a simulated primitive is a loud
@@ -33,11 +44,12 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import CodeType, FrameType, ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
+from kubesim.sched import tracing
 from kubesim.sched.errors import (
     Deadlock,
     Livelock,
@@ -48,18 +60,19 @@ from kubesim.sched.errors import (
 from kubesim.sched.strategies import Strategy
 
 DEFAULT_MAX_STEPS = 200_000
-# Wall time the controller waits for the baton to come back before it declares a thread
-# blocked outside the simulation. A diagnosis only; it never decides anything in a run.
-DEFAULT_HANDOFF_TIMEOUT = 120.0
+# The watchdog (a diagnosis only; it never decides anything in a run and never reads a clock
+# into the trace). While a controlled thread holds the baton, the controller samples that
+# thread's stack every WATCHDOG_INTERVAL s of wall time. A stack that stays the same (frame
+# identity and instruction offset of its innermost frames) for DEFAULT_STUCK_AFTER s, while the
+# thread uses no CPU, is a thread blocked on something kubesim does not control.
+WATCHDOG_INTERVAL = 0.5
+DEFAULT_STUCK_AFTER = 3.0
+# The last resort: this many seconds of wall time with no scheduling point at all, whatever the
+# stack does (an endless computation in untraced code).
+DEFAULT_HANDOFF_TIMEOUT = 600.0
+_STACK_FRAMES = 8
 
 _active: Scheduler | None = None
-
-# Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is
-# ignored; set from a "line" event it takes effect (3.13.0). Lines then stay on as points too.
-_OPCODES_FROM_LINE_EVENT = sys.version_info >= (3, 12)
-# On 3.12 (3.12.1 checked) setting f_trace_opcodes from a trace function is ignored and, in long
-# runs, crashed the interpreter (a segfault in the opcode-tracing path): only line points there.
-_OPCODES_UNSUPPORTED = sys.version_info[:2] == (3, 12)
 
 
 def active() -> Scheduler | None:
@@ -105,6 +118,7 @@ class ControlledThread:
         "ident",
         "joined",
         "name",
+        "native_id",
         "park",
         "state",
         "thread",
@@ -118,6 +132,7 @@ class ControlledThread:
         self.name = name
         self.thread = thread
         self.ident: int | None = None
+        self.native_id: int | None = None
         self.park = _thread.allocate_lock()
         self.park.acquire()
         self.state = State.RUNNABLE
@@ -184,6 +199,7 @@ class Scheduler:
         granularity: str = "opcode",
         max_steps: int = DEFAULT_MAX_STEPS,
         max_time: float | None = None,
+        stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
     ) -> None:
         if granularity not in ("opcode", "line"):
@@ -192,15 +208,36 @@ class Scheduler:
             )
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got max_steps={max_steps!r}")
+        if not stuck_after > 0:  # also rejects NaN
+            raise ValueError(f"stuck_after must be > 0 seconds, got stuck_after={stuck_after!r}")
+        if not handoff_timeout > 0:
+            raise ValueError(
+                f"handoff_timeout must be > 0 seconds, got handoff_timeout={handoff_timeout!r}"
+            )
         self.strategy = strategy
         self.choices = choices if choices is not None else SeededChoices(seed, name="schedule")
         self.clock = clock if clock is not None else VirtualClock()
         self.trace = trace if trace is not None else Trace()
         self.traced = _resolve_traced(traced)
-        self.opcodes = granularity == "opcode" and not _OPCODES_UNSUPPORTED
+        # Where scheduling points come from (sys.settrace or sys.monitoring): see tracing.py.
+        self.points = tracing.points_for(
+            self.traced, opcodes=granularity == "opcode", point=self.point
+        )
+        self.opcodes = self.points.opcodes
         self.max_steps = max_steps
+        self._step_budget = max_steps
         self.max_time = max_time
+        self.stuck_after = stuck_after
         self.handoff_timeout = handoff_timeout
+        # How many times the watchdog looked at the baton holder (tests wait on it, not on time).
+        self.watchdog_samples = 0
+        # A thread reported blocked outside the simulation: left behind, never resumed.
+        self.abandoned: ControlledThread | None = None
+        # External-driver mode (start_external): the calling thread drives; quiescence hands
+        # control back to it instead of moving virtual time.
+        self.external = False
+        self.closed = False
+        self._last_quiescent = -1
         self.threads: list[ControlledThread] = []
         self._by_ident: dict[int, ControlledThread] = {}
         self._by_thread: dict[threading.Thread, ControlledThread] = {}
@@ -212,7 +249,6 @@ class Scheduler:
         self.aborting = False
         self._atomic = 0
         self._done = _thread.allocate_lock()
-        self._traced_code: dict[CodeType, bool] = {}
         self._controller = threading.get_ident()
 
     # -- identity ---------------------------------------------------------------------------
@@ -257,13 +293,19 @@ class Scheduler:
         try:
             self.current = first
             self.trace.record("run", self.strategy.name)
+            self.points.start()
             first.park.release()
-            if not self._done.acquire(timeout=self.handoff_timeout):
-                self._fail(self._blocked_outside())
+            self._await_control()
             self._abort_all()
         finally:
+            self.points.stop()
             patches.uninstall()
             _active = None
+            self.closed = True
+        return self.result()
+
+    def result(self) -> RunResult:
+        """How the run went so far (complete once it is over)."""
         return RunResult(
             steps=self.steps,
             switches=self.switches,
@@ -316,17 +358,17 @@ class Scheduler:
 
     def _thread_main(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
         ct.ident = _thread.get_ident()
+        ct.native_id = threading.get_native_id()
         self._by_ident[ct.ident] = ct
         ct.park.acquire()
         try:
             if self.aborting:
                 return
-            if self.traced:
-                sys.settrace(self._global_trace)
+            self.points.enter_thread()
             try:
                 target()
             finally:
-                sys.settrace(None)
+                self.points.exit_thread()
         except _Abort:
             pass
         except BaseException as exc:
@@ -335,16 +377,22 @@ class Scheduler:
             self._finish(ct)
 
     def _finish(self, ct: ControlledThread) -> None:
+        if self.closed:
+            return  # a thread left behind by a finished run (blocked outside, then freed)
         ct.state = State.FINISHED
         self.trace.record("finish", ct.id)
         self.wake(ct.joined)
-        if self.aborting or self.failure is not None or ct.id == 0:
+        if self.aborting or self.failure is not None or (ct.id == 0 and not self.external):
             # Thread 0 is the scenario: when it returns the run is over and the threads still
             # running (watch loops, daemon workers) are unwound, as a process exit ends daemons.
             self._done_release()
             return
         runnable = self._runnable()
-        if not runnable and all(t.state is State.FINISHED for t in self.threads):
+        if (
+            not self.external
+            and not runnable
+            and all(t.state is State.FINISHED for t in self.threads)
+        ):
             self._done_release()
             return
         try:
@@ -357,10 +405,14 @@ class Scheduler:
             self._done.release()
 
     def _abort_all(self) -> None:
-        """Unwind every unfinished thread, one at a time, with :class:`_Abort`."""
+        """Unwind every unfinished thread, one at a time, with :class:`_Abort`.
+
+        A thread reported blocked outside the simulation is left behind (a daemon thread that
+        never gets the baton again); every other real thread has ended when this returns.
+        """
         self.aborting = True
         for ct in self.threads:
-            if ct.state is State.FINISHED or ct.thread is None:
+            if ct.state is State.FINISHED or ct.thread is None or ct is self.abandoned:
                 continue
             if ct.ident is None and not ct.thread.is_alive():
                 continue
@@ -368,40 +420,72 @@ class Scheduler:
             ct.state = State.RUNNABLE
             self.current = ct
             ct.park.release()
-            if not self._done.acquire(timeout=self.handoff_timeout):
-                self._fail(self._blocked_outside())
-                return
+            self._await_control()  # a thread stuck while unwinding is abandoned too
+        self.current = None
+        join = patches_original_join()
+        for ct in self.threads:
+            if ct.thread is not None and ct is not self.abandoned and ct.thread.is_alive():
+                # The thread has given up the baton for good; only its last lines remain.
+                join(ct.thread, self.handoff_timeout)
+
+    # -- the watchdog -----------------------------------------------------------------------
+    def _await_control(self) -> bool:
+        """Controller: wait until a controlled thread hands control back (``_done``).
+
+        While waiting, sample the baton holder (the watchdog, see :data:`DEFAULT_STUCK_AFTER`).
+        A holder that is stuck outside the simulation is reported once, as the run's failure,
+        and abandoned; then this returns False and the controller ends the run.
+        """
+        interval = min(WATCHDOG_INTERVAL, self.stuck_after / 4)
+        stuck_samples = max(2, round(self.stuck_after / interval))
+        cap_samples = max(1, round(self.handoff_timeout / interval))
+        progress = (self.steps, self.switches)
+        idle = 0
+        same = 0
+        last: tuple[object, ...] | None = None
+        last_cpu: float | None = None
+        while True:
+            try:
+                if self._done.acquire(timeout=interval):
+                    return True
+            except BaseException:
+                # Interrupted (Ctrl-C, a test's timeout): the holder still runs; never resume it.
+                self.abandoned = self.current
+                raise
+            self.watchdog_samples += 1
+            holder = self.current
+            if holder is None or holder.ident is None:
+                same, last, last_cpu = 0, None, None
+                continue
+            now = (self.steps, self.switches)
+            idle = idle + 1 if now == progress else 0
+            progress = now
+            signature = _stack_signature(holder.ident)
+            cpu = _cpu_seconds(holder.native_id)
+            busy = cpu is not None and last_cpu is not None and cpu - last_cpu > interval / 10
+            unchanged = signature is not None and signature == last
+            same = same + 1 if unchanged and not busy else 0
+            last, last_cpu = signature, cpu
+            if same >= stuck_samples or idle >= cap_samples:
+                self.abandoned = holder
+                self._fail(self._blocked_outside(holder, stuck=same >= stuck_samples))
+                return False
 
     # -- scheduling points ------------------------------------------------------------------
-    def _global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        code = frame.f_code
-        traced = self._traced_code.get(code)
-        if traced is None:
-            traced = self._traced_code[code] = code.co_filename.startswith(self.traced)
-        if not traced:
-            return None
-        if self.opcodes and not _OPCODES_FROM_LINE_EVENT:
-            frame.f_trace_opcodes = True
-            frame.f_trace_lines = False
-        return self._local_trace
-
-    def _local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "opcode" or event == "line":
-            if _OPCODES_FROM_LINE_EVENT and self.opcodes and not frame.f_trace_opcodes:
-                frame.f_trace_opcodes = True
-            self.point()
-        return self._local_trace
-
     def point(self) -> None:
-        """A scheduling point of the calling (current) thread."""
+        """A scheduling point of the calling (current) thread.
+
+        Only a running thread has scheduling points: code that runs on behalf of a thread that
+        is blocking (a timer callback fired while it hands off, a lock taken inside one) is
+        not a place where another thread can be chosen.
+        """
         if self._atomic or self.aborting:
             return
         ct = self.current
-        if ct is None or ct.ident != _thread.get_ident():
+        if ct is None or ct.ident != _thread.get_ident() or ct.state is not State.RUNNABLE:
             return
         self._count_step()
-        runnable = self._runnable()
-        chosen = self.strategy.at_point(self.steps, ct.id, runnable)
+        chosen = self._choose(at_point=True, current=ct.id, runnable=self._runnable())
         if chosen != ct.id:
             self.preemptions += 1
             self._switch(ct, self.threads[chosen])
@@ -426,6 +510,13 @@ class Scheduler:
     def _runnable(self) -> list[int]:
         return [t.id for t in self.threads if t.state is State.RUNNABLE]
 
+    def _choose(self, *, at_point: bool, current: int, runnable: list[int]) -> int:
+        """Ask the strategy who runs next: the one place strategies are called."""
+        assert runnable, f"a strategy was asked to choose among no runnable thread ({self!r})"
+        if at_point:
+            return self.strategy.at_point(self.steps, current, runnable)
+        return self.strategy.after_block(self.steps, current, runnable)
+
     def _switch(self, cur: ControlledThread, nxt: ControlledThread) -> None:
         self.switches += 1
         self.trace.record("switch", self.steps, cur.id, nxt.id)
@@ -440,7 +531,9 @@ class Scheduler:
         while True:
             runnable = self._runnable()
             if runnable:
-                chosen = self.threads[self.strategy.after_block(self.steps, ct.id, runnable)]
+                chosen = self.threads[
+                    self._choose(at_point=False, current=ct.id, runnable=runnable)
+                ]
                 if chosen is ct:
                     return
                 if finished:
@@ -451,6 +544,16 @@ class Scheduler:
                     return
                 self._switch(ct, chosen)
                 return
+            if self.external:
+                # Every controlled thread waits: the run is quiescent, and the driver decides
+                # what happens next (a write, a fault, time passing).
+                self._quiesce(ct)
+                if finished:
+                    return
+                ct.park.acquire()
+                if self.aborting:
+                    raise _Abort
+                return  # the driver chose ct: it is runnable again
             if not self._time_can_help():
                 self._fail(Deadlock(self._deadlock_report()))
                 raise _Abort
@@ -466,7 +569,10 @@ class Scheduler:
                 )
                 raise _Abort
             self.trace.record("autojump", deadline)
-            self.clock.advance_to(deadline)
+            # Timer callbacks (the server's watch timeouts and bookmark ticks) run on behalf of
+            # no thread: they have no scheduling points, whatever locks they take.
+            with self.atomic():
+                self.clock.advance_to(deadline)
 
     def _time_can_help(self) -> bool:
         """True when moving virtual time could wake a blocked thread.
@@ -588,16 +694,160 @@ class Scheduler:
                 lines.extend("    " + line for line in _user_stack(frame))
         return "\n".join(lines)
 
-    def _blocked_outside(self) -> BaseException:
-        stacks = self._stacks()
-        holder = self.current
-        name = holder.name if holder else "?"
-        stack = stacks.get(holder.id, "") if holder else ""
-        return Deadlock(
-            f"thread {name!r} held the baton for {self.handoff_timeout:.0f} s of wall time without "
-            "reaching a scheduling point: it is blocked outside the simulation (a real lock, "
-            "socket, sleep or C-level wait created before the run?)\n" + stack
+    def _blocked_outside(self, holder: ControlledThread, *, stuck: bool) -> BaseException:
+        frame = sys._current_frames().get(holder.ident or -1)
+        stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:]) if frame else ""
+        if stuck:
+            what = (
+                f"has not moved for {self.stuck_after:g} s of wall time (same stack, no CPU "
+                "used) without reaching a scheduling point"
+            )
+        else:
+            what = (
+                f"held the baton for {self.handoff_timeout:g} s of wall time without reaching "
+                "a scheduling point"
+            )
+        return BlockedOutsideSimulation(
+            f"thread {holder.name!r} {what}: it is blocked outside the simulation, on something "
+            "kubesim does not control (a real lock, socket, sleep or C-level wait, or a lock "
+            "created before the run and shared with it). Create such objects inside the run, or "
+            "use the simulated ones. The thread is left behind as a daemon thread.\n"
+            f"innermost frames of {holder.name!r}:\n{stack}",
+            thread_name=holder.name,
         )
+
+    # -- external-driver mode ---------------------------------------------------------------
+    def start_external(self) -> None:
+        """Begin a run driven from the calling thread, which stays uncontrolled.
+
+        The driver adds threads with :meth:`spawn` and lets them run with
+        :meth:`run_until_quiescent`, which returns once every controlled thread waits (the run
+        is *quiescent*); virtual time moves only when the driver moves the clock. Between those
+        calls the patches are off and no controlled thread runs, so the driver may call the
+        server and read the store. :meth:`finish` unwinds the threads and ends the run.
+        """
+        if self.threads or self.external:
+            raise RuntimeError("a Scheduler runs once; create a new one per run")
+        self.external = True
+        self.strategy.start(self.choices)
+        self._done.acquire()
+        self._controller = threading.get_ident()
+        self.trace.record("run", self.strategy.name)
+        # Points stay on for the whole run, not per settle: a store thread parked inside traced
+        # code (its run() loop) resumes in a frame sys.monitoring would not rediscover.
+        self.points.start()
+
+    def spawn(self, target: Callable[[], Any], *, name: str) -> ControlledThread:
+        """A new controlled thread running ``target``; it first runs at the next
+        :meth:`run_until_quiescent`. Driver only, between runs."""
+        self._require_driver("spawn")
+        ct = self._new_thread(name, None)
+        self._start_real_thread(ct, target)
+        return ct
+
+    def run_until_quiescent(self) -> None:
+        """Driver: run the controlled threads until every one waits, finishes, or one fails.
+
+        Afterwards check :attr:`failure`: a failure ends the run (call :meth:`finish`).
+        """
+        global _active
+        from kubesim.sched import patches
+
+        self._require_driver("run_until_quiescent")
+        runnable = self._runnable()
+        if self.failure is not None or not runnable:
+            return
+        chosen = self.threads[
+            self._choose(at_point=False, current=self._last_quiescent, runnable=runnable)
+        ]
+        if _active is not None:
+            raise RuntimeError("a controlled run is already in progress; runs do not nest")
+        # Under a driver, max_steps bounds each run to quiescence, not the whole simulation.
+        self.max_steps = self.steps + self._step_budget
+        _active = self
+        patches.install()
+        try:
+            self.current = chosen
+            chosen.park.release()
+            self._await_control()
+        finally:
+            patches.uninstall()
+            _active = None
+
+    def finish(self) -> RunResult:
+        """Driver: unwind every controlled thread and end the run (idempotent)."""
+        global _active
+        from kubesim.sched import patches
+
+        if not self.closed:
+            self._require_driver("finish")
+            if _active is not None:
+                raise RuntimeError("a controlled run is already in progress; runs do not nest")
+            _active = self
+            patches.install()
+            try:
+                self._abort_all()
+            finally:
+                self.points.stop()
+                patches.uninstall()
+                _active = None
+                self.closed = True
+        return self.result()
+
+    def _require_driver(self, what: str) -> None:
+        if not self.external:
+            raise RuntimeError(f"{what}() needs a run started with start_external()")
+        if self.closed:
+            raise RuntimeError(f"{what}(): this run has finished")
+        if threading.get_ident() != self._controller:
+            raise RuntimeError(
+                f"{what}() must be called by the driver, the thread that started the run"
+            )
+
+    def _quiesce(self, ct: ControlledThread) -> None:
+        """Hand control back to the driver: no controlled thread can run."""
+        self.trace.record("quiescent", self.steps, ct.id)
+        self._last_quiescent = ct.id
+        self.current = None
+        self._done_release()
+
+
+class BlockedOutsideSimulation(Deadlock):
+    """A controlled thread is blocked on something the scheduler does not control."""
+
+    def __init__(self, message: str, *, thread_name: str) -> None:
+        super().__init__(message)
+        self.thread_name = thread_name
+
+
+def _stack_signature(ident: int) -> tuple[tuple[int, int], ...] | None:
+    """Where a thread is: identity and instruction offset of its innermost frames."""
+    frame = sys._current_frames().get(ident)
+    signature: list[tuple[int, int]] = []
+    while frame is not None and len(signature) < _STACK_FRAMES:
+        signature.append((id(frame), frame.f_lasti))
+        frame = frame.f_back
+    return tuple(signature) if signature else None
+
+
+def _cpu_seconds(native_id: int | None) -> float | None:
+    """CPU time a thread has used: a thread in a long C call moves no frame but uses CPU.
+
+    Read from ``/proc`` (safe for a thread that has just ended); None where the platform has
+    no such file, and then the stack alone decides.
+    """
+    if native_id is None:
+        return None
+    try:
+        with open(f"/proc/self/task/{native_id}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    # utime and stime (fields 14 and 15 of proc(5); 11 and 12 after the name) in clock ticks.
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+_CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
 
 
 class _Atomic:
@@ -679,3 +929,9 @@ def patches_original_start() -> Callable[[threading.Thread], None]:
     from kubesim.sched import patches
 
     return patches.ORIGINAL_START
+
+
+def patches_original_join() -> Callable[[threading.Thread, float | None], None]:
+    from kubesim.sched import patches
+
+    return patches.ORIGINAL_JOIN

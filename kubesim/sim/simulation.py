@@ -1,114 +1,87 @@
 """A simulation: one fake API server, one virtual clock, one choice source, and the store.
 
-The store under test runs its own code, unchanged, in a *simulated thread*: a real thread
-that runs only while the driver waits for it. The two hand a baton back and forth, so exactly
-one of them runs at any time and every run with the same seed interleaves identically.
+The store under test runs its own code, unchanged, in controlled threads of a
+:class:`~kubesim.sched.Scheduler` in *external-driver* mode: the caller's thread is the driver
+and stays uncontrolled. :meth:`Simulation.settle` lets the store's threads run, one at a time,
+until every one of them waits (on a watch read with nothing ready, a sleep, a lock, an event,
+a queue): the run is *quiescent* and the driver has control again. It then applies the next
+step of the scenario (writes, faults, time) and settles again.
 
-The store gives the baton back at the one place it blocks: reading the next watch event when
-none is ready (``SimulationWait``, the server's wait policy). The driver then applies the next
-step of the scenario (writes, faults, time) and hands the baton back with :meth:`settle`.
-
-The controlled scheduler for several store threads (issue 3) generalises this baton; the seam
-stays the same.
+While the store runs, its ``time.sleep`` and clocks are virtual, the threads it starts are
+adopted, and the locks, events and queues it creates are the scheduler's simulated ones. Virtual
+time moves only in :meth:`Simulation.advance`, one timer at a time, the store settling after
+each. Which thread runs at each scheduling point is the strategy's choice (by default none is
+preempted, so the order is fixed); with ``traced`` modules and a strategy such as
+:class:`~kubesim.sched.PCT`, a simulation also explores interleavings of the store's own
+threads. Every run with the same seed and strategy interleaves identically.
 """
 
 from __future__ import annotations
 
-import threading
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import Any
 
 from kubesim._core import SeededChoices, Trace, VirtualClock
-from kubesim.server.apiserver import APIServer, AutojumpWait
-from kubesim.server.watch import WatchStream
+from kubesim.sched.errors import ThreadCrashed
+from kubesim.sched.scheduler import (
+    DEFAULT_HANDOFF_TIMEOUT,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_STUCK_AFTER,
+    BlockedOutsideSimulation,
+    ControlledThread,
+    Scheduler,
+    State,
+)
+from kubesim.sched.strategies import Preemptions, Strategy
+from kubesim.server.apiserver import APIServer
+from kubesim.sim.threads import ScheduledWait, make_atomic
 
-# How long the driver waits, in wall time, for the store thread to hand the baton back before
-# it declares the store blocked outside the simulation. Only a diagnosis: never part of a trace.
-DEFAULT_HANDOFF_TIMEOUT = 120.0
+__all__ = [
+    "DEFAULT_HANDOFF_TIMEOUT",
+    "DEFAULT_STUCK_AFTER",
+    "SimulatedThread",
+    "Simulation",
+    "SimulationStopped",
+    "StoreBlockedOutsideSimulation",
+    "StoreCrashed",
+]
 
 
 class SimulationStopped(BaseException):
-    """Raised inside the store thread to unwind it when the simulation stops.
-
-    A ``BaseException`` so that a store's ``except Exception: retry`` loop cannot swallow it.
+    """How a stopped simulation's threads unwind: a ``BaseException``, so that a store's
+    ``except Exception: retry`` loop cannot swallow it. (The scheduler raises its own
+    ``BaseException`` for this; the name stays for code that refers to it.)
     """
 
 
 class StoreBlockedOutsideSimulation(RuntimeError):
-    """The store thread stopped handing the baton back (real sleep, socket or lock?)."""
+    """A store thread is blocked on something the simulation does not control (a real socket,
+    a real lock created before the run, a C extension's wait). The message names the thread
+    and shows its innermost frames.
+    """
 
 
 class StoreCrashed(RuntimeError):
-    """The store's thread raised; the original exception is ``__cause__``."""
+    """A store thread raised; the original exception is ``__cause__``."""
 
 
-class _StoreThread:
-    def __init__(self, target: Callable[[], Any], name: str) -> None:
-        self.name = name
-        self._target = target
-        self._resume = threading.Semaphore(0)
-        self._parked = threading.Semaphore(0)
-        self.stopping = False
-        self.finished = False
-        self.error: BaseException | None = None
-        self.error_text = ""
-        self.thread = threading.Thread(target=self._main, name=f"kubesim-store-{name}", daemon=True)
+class SimulatedThread:
+    """A controlled thread of a simulation, as the driver sees it."""
 
-    def _main(self) -> None:
-        self._resume.acquire()
-        try:
-            if not self.stopping:
-                self._target()
-        except SimulationStopped:
-            pass
-        except BaseException as exc:  # reported to the driver, which raises StoreCrashed
-            self.error = exc
-            self.error_text = traceback.format_exc()
-        finally:
-            self.finished = True
-            self._parked.release()
+    def __init__(self, thread: ControlledThread) -> None:
+        self._thread = thread
 
-    def park(self) -> None:
-        """Called in the store thread: give the baton to the driver and wait for it back."""
-        self._parked.release()
-        self._resume.acquire()
-        if self.stopping:
-            raise SimulationStopped
+    @property
+    def name(self) -> str:
+        return self._thread.name
 
-    def run_until_parked(self, timeout: float) -> None:
-        """Called by the driver: let the store run until it parks or finishes."""
-        if self.finished:
-            return
-        self._resume.release()
-        if not self._parked.acquire(timeout=timeout):
-            raise StoreBlockedOutsideSimulation(
-                f"store thread {self.name!r} did not yield within {timeout:.0f} s of wall time: it "
-                "is blocked outside the simulation (a real sleep, socket, lock or queue?).\n"
-                + "".join(traceback.format_stack(_frame_of(self.thread)))
-            )
+    @property
+    def finished(self) -> bool:
+        return self._thread.state is State.FINISHED
 
-
-def _frame_of(thread: threading.Thread) -> Any:
-    import sys
-
-    return sys._current_frames().get(thread.ident or -1)
-
-
-class SimulationWait:
-    """Wait policy: the store thread parks; any other caller autojumps virtual time."""
-
-    def __init__(self, simulation: Simulation) -> None:
-        self._simulation = simulation
-        self._fallback = AutojumpWait()
-
-    def wait(self, stream: WatchStream) -> None:
-        store = self._simulation._store
-        if store is not None and threading.current_thread() is store.thread:
-            self._simulation.blocked_reads += 1
-            store.park()
-        else:
-            self._fallback.wait(stream)
+    def __repr__(self) -> str:
+        return f"<SimulatedThread {self.name!r} {self._thread.state.value}>"
 
 
 class Simulation:
@@ -116,19 +89,35 @@ class Simulation:
 
     Typical use::
 
-        sim = Simulation(seed=7)
-        sim.server.create("pods", pod, namespace="default")
-        store = MyStore(sim.kubernetes_client())
-        sim.start(store.run)      # runs until the store waits for a watch event
-        sim.server.expire_watches()
-        sim.settle()              # the store reacts (re-watches, handles events), then waits
-        sim.stop()
+        with Simulation(seed=7) as sim:
+            sim.server.create("pods", pod, namespace="default")
+            store = MyStore(sim.kubernetes_client())
+            sim.start(store.run)      # runs until the store's threads all wait
+            sim.server.expire_watches()
+            sim.settle()              # the store reacts (re-watches, handles events), then waits
+            sim.advance(30)           # 30 virtual seconds: sleeps end, watches time out
+
+    Options (keyword-only): ``strategy`` picks who runs at each scheduling point (default:
+    :class:`~kubesim.sched.Preemptions` with none, a fixed order); ``traced`` modules or paths
+    get a scheduling point at every opcode or line (``granularity``); ``max_steps`` bounds the
+    scheduling points of one settle; ``stuck_after`` (wall seconds) is how long a store thread
+    may sit still outside the simulation before it is reported; every other keyword goes to
+    the :class:`~kubesim.server.apiserver.APIServer`.
+
+    Failures end the simulation and are raised once, by the call that ran into them:
+    :class:`StoreCrashed`, :class:`StoreBlockedOutsideSimulation`, or the scheduler's
+    :class:`~kubesim.sched.Livelock` / :class:`~kubesim.sched.UncontrolledThread`.
     """
 
     def __init__(
         self,
         *,
         seed: int | str = 0,
+        strategy: Strategy | None = None,
+        traced: Iterable[str | ModuleType] = (),
+        granularity: str = "opcode",
+        max_steps: int = DEFAULT_MAX_STEPS,
+        stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
         **server_options: Any,
     ) -> None:
@@ -136,16 +125,34 @@ class Simulation:
         self.choices = SeededChoices(seed)
         self.clock = VirtualClock()
         self.trace = Trace()
-        self.handoff_timeout = handoff_timeout
-        self.blocked_reads = 0
-        self._store: _StoreThread | None = None
-        self.server = APIServer(
-            choices=self.choices.fork("server"),
+        self.scheduler = Scheduler(
+            strategy=strategy if strategy is not None else Preemptions([]),
+            choices=self.choices.fork("schedule"),
             clock=self.clock,
             trace=self.trace,
-            wait_policy=SimulationWait(self),
-            **server_options,
+            traced=traced,
+            granularity=granularity,
+            max_steps=max_steps,
+            stuck_after=stuck_after,
+            handoff_timeout=handoff_timeout,
         )
+        self.server = make_atomic(
+            APIServer(
+                choices=self.choices.fork("server"),
+                clock=self.clock,
+                trace=self.trace,
+                **server_options,
+            )
+        )
+        self._wait = ScheduledWait(self.server, scheduler=self.scheduler)
+        self.server.wait_policy = self._wait
+        self._store: ControlledThread | None = None
+        self._reported = False
+
+    @property
+    def blocked_reads(self) -> int:
+        """How many times a store thread waited on a watch read with nothing ready."""
+        return self._wait.blocked_reads
 
     def kubernetes_client(self) -> Any:
         """An in-process ``kubernetes.client.ApiClient`` wired to this simulation's server."""
@@ -153,35 +160,65 @@ class Simulation:
 
         return kubernetes_client(self.server)
 
-    # -- the store thread -----------------------------------------------------------------
+    # -- the store's threads ----------------------------------------------------------------
     def start(self, target: Callable[[], Any], *, name: str = "store") -> None:
-        """Run ``target`` (the store's main loop) in a simulated thread until it first waits."""
+        """Run ``target`` (the store's main loop) in a controlled thread until the store's
+        threads all wait (it is quiescent)."""
         if self._store is not None:
-            raise RuntimeError("this simulation already runs a store; one store thread per run")
-        self._store = _StoreThread(target, name)
-        self._store.thread.start()
+            raise RuntimeError("this simulation already runs a store; start() it once per run")
+        self._store = self._spawn(target, name)
         self.trace.record("store-start", name)
         self.settle()
 
+    def spawn(self, target: Callable[[], Any], *, name: str) -> SimulatedThread:
+        """Add a controlled thread (a reader calling the store while it works, say).
+
+        It first runs at the next :meth:`settle` or :meth:`advance`, interleaved with the
+        store's threads as the strategy decides; a crash in it is a :class:`StoreCrashed`.
+        """
+        return SimulatedThread(self._spawn(target, name))
+
+    def _spawn(self, target: Callable[[], Any], name: str) -> ControlledThread:
+        if self.scheduler.closed:
+            raise RuntimeError("this simulation has stopped; create a new one")
+        if not self.scheduler.external:
+            self.scheduler.start_external()
+        return self.scheduler.spawn(target, name=name)
+
     def settle(self) -> None:
-        """Hand the baton to the store until it waits for a watch event again (or finishes)."""
-        store = self._store
-        if store is None:
+        """Let the store's threads run until every one of them waits or finishes.
+
+        Virtual time does not move here. Raises the failure, if one of them failed.
+        """
+        if not self.scheduler.external or self.scheduler.closed:
             return
-        store.run_until_parked(self.handoff_timeout)
-        if store.error is not None:
-            error, store.error = store.error, None
-            raise StoreCrashed(
-                f"store thread {store.name!r} raised {type(error).__name__}: {error}\n"
-                + store.error_text
-            ) from error
+        self.scheduler.run_until_quiescent()
+        if self.scheduler.failure is not None:
+            self._end_with_failure()
+
+    def _end_with_failure(self) -> None:
+        failure = self.scheduler.failure
+        self.scheduler.finish()
+        if failure is None or self._reported:
+            return
+        self._reported = True
+        self.trace.record("store-failed", type(failure).__name__)
+        if isinstance(failure, ThreadCrashed):
+            raise StoreCrashed(f"store {failure}") from failure.original
+        if isinstance(failure, BlockedOutsideSimulation):
+            raise StoreBlockedOutsideSimulation(str(failure)) from None
+        raise failure
 
     @property
     def store_finished(self) -> bool:
-        return self._store is not None and self._store.finished
+        """True once the store's main thread returned (or was unwound by :meth:`stop`)."""
+        return self._store is not None and self._store.state is State.FINISHED
 
     def advance(self, seconds: float) -> None:
-        """Let ``seconds`` of virtual time pass, timer by timer, the store settling after each."""
+        """Let ``seconds`` of virtual time pass, timer by timer, the store settling after each
+        (a sleeping store wakes at its deadline, a watch times out at its own)."""
+        if not seconds >= 0:
+            raise ValueError(f"advance() needs seconds >= 0, got seconds={seconds!r}")
         target = self.clock.now() + seconds
         while True:
             deadline = self.clock.next_deadline()
@@ -193,14 +230,18 @@ class Simulation:
         self.settle()
 
     def stop(self) -> None:
-        """Unwind the store thread (it sees :class:`SimulationStopped`) and wait for it."""
-        store = self._store
-        if store is None or store.finished:
+        """Unwind every controlled thread and wait for them (idempotent).
+
+        A thread reported blocked outside the simulation cannot be unwound: it is left behind
+        as a daemon thread.
+        """
+        if not self.scheduler.external or self.scheduler.closed:
             return
-        store.stopping = True
-        store.run_until_parked(self.handoff_timeout)
-        store.thread.join(self.handoff_timeout)
-        self.trace.record("store-stop", store.name)
+        self.scheduler.finish()
+        self.trace.record("store-stop", self._store.name if self._store else "")
+        if self.scheduler.failure is not None and not self._reported:
+            # A thread that turned the unwinding into another exception, or got stuck in it.
+            self._end_with_failure()
 
     def __enter__(self) -> Simulation:
         return self

@@ -1,7 +1,7 @@
 """Realistic, deterministic objects for workloads: pods shaped like a Deployment's.
 
-A pod here is about 1.8 KB of JSON with one container and 3 KB with two (the client
-measurements in ``shared/reference/clients-measured.md`` used 3.5 KB pods). Every varying field
+A pod here is about 1.8 KB of JSON with one container and 3 KB with two, close to the 3 to 4 KB
+of a typical Deployment's pod as a real API server returns it. Every varying field
 (labels, node, IPs) is drawn from a :class:`~kubesim._core.ChoiceSource`.
 """
 

@@ -1,8 +1,8 @@
 """OpenCost's cluster cache and its consumers, re-created in Python, in three designs.
 
 Upstream: opencost/opencost ``pkg/clustercache`` (the cache: an informer's indexer, ``GetAll``)
-and its consumers in ``pkg/costmodel/costmodel.go`` and ``pkg/metrics``. See
-``shared/reference/faults-and-properties.md`` section 2 and ``shared/seeds/004_*``.
+and its consumers in ``pkg/costmodel/costmodel.go`` and ``pkg/metrics``.
+tests/quality/test_opencost.py runs the scenario below under the controlled scheduler.
 
 The race is in OpenCost's *consumer* code, which writes into maps that belong to cached
 objects: the cost model merges namespace labels into ``pod.labels`` when missing

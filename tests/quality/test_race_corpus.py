@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import Phase, find, settings
+from hypothesis import find, settings
 from hypothesis import strategies as st
 
 from bench import race_corpus
@@ -29,13 +29,11 @@ def test_each_racy_case_shrinks_to_a_short_schedule_that_replays(case) -> None:
     shrunk = find(
         st.lists(st.integers(0, steps), max_size=6, unique=True),
         lambda points: _fails(scenario, points),
-        # No explain phase: on 3.12+ its sys.monitoring tracer interferes with our settrace one.
         settings=settings(
             max_examples=2000,
             database=None,
             derandomize=True,
             deadline=None,
-            phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
         ),
     )
     assert 1 <= len(shrunk) <= 3, shrunk

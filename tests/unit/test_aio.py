@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -354,7 +353,9 @@ def test_a_lost_update_shrinks_to_a_tiny_schedule() -> None:
 
 
 # -- virtual time ------------------------------------------------------------------------------
-def test_an_hour_of_sleeps_takes_exact_virtual_time_and_little_wall_time() -> None:
+def test_a_day_of_sleeps_takes_exact_virtual_time() -> None:
+    # No wall-clock assertion: the loop has no selector to block in, so a real wait would be a
+    # day-long hang, which pytest's timeout reports.
     async def sleeper(hours: int) -> tuple[float, float]:
         loop = asyncio.get_running_loop()
         start = loop.time()
@@ -362,11 +363,8 @@ def test_an_hour_of_sleeps_takes_exact_virtual_time_and_little_wall_time() -> No
             await asyncio.sleep(3600)
         return start, loop.time()
 
-    began = time.perf_counter()
     start, end = run(sleeper(24))
-    elapsed = time.perf_counter() - began
     assert (start, end) == (0.0, 24 * 3600.0)
-    assert elapsed < 5.0  # the only wall-clock assertion, and a generous one
 
     clock = VirtualClock(start=100.0)
     assert run(sleeper(2), clock=clock) == (100.0, 7300.0)

@@ -38,11 +38,6 @@ import racy_stores  # noqa: E402
 TRACED = [racy_stores]
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 
-needs_opcode_points = pytest.mark.skipif(
-    sched._OPCODES_UNSUPPORTED,
-    reason="opcode scheduling points are not available on this Python (lines only)",
-)
-
 
 # -- 1. thread names ---------------------------------------------------------------------------
 
@@ -107,7 +102,6 @@ def test_a_max_time_livelock_shows_each_unfinished_thread_and_its_stack() -> Non
 BUDGET = 100
 
 
-@needs_opcode_points
 def test_a_one_line_lost_update_is_found_with_the_default_granularity() -> None:
     result = explore(racy_stores.lost_update_scenario, schedules=BUDGET, seed=0, traced=TRACED)
     assert result.found is not None, f"not found in {BUDGET} schedules"
@@ -127,7 +121,6 @@ def test_line_points_cannot_split_a_one_line_lost_update() -> None:
     assert result.schedules == BUDGET
 
 
-@needs_opcode_points
 def test_a_scheduler_made_without_a_granularity_splits_a_one_line_lost_update() -> None:
     failed = [
         seed

@@ -6,13 +6,16 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
 import kubesim
-from kubesim.sched import NondeterminismDetected, RandomWalk
+import kubesim.server
+from kubesim.sched import PCT, NondeterminismDetected, RandomWalk, RunResult
+from kubesim.sched import scheduler as sched
 from kubesim.sched.explore import explore, run_schedule
 from kubesim.sim.threads import controlled_server
 from kubesim.workload import make_pod
@@ -99,3 +102,89 @@ def test_uncontrolled_nondeterminism_is_reported_as_a_harness_problem() -> None:
     with pytest.raises(NondeterminismDetected, match="on replay") as caught:
         explore_until_caught()
     assert "something the scheduler does not control" in str(caught.value)
+
+
+def _bookmarked_watches(strategy_seed: int, strategy: kubesim.sched.Strategy) -> RunResult:
+    """A store thread reads watches with bookmarks while the scenario writes and sleeps, so
+    virtual time jumps over bookmark ticks and watch timeouts with every thread waiting."""
+
+    def scenario() -> None:
+        server = controlled_server(seed=3, bookmark_interval=5.0)
+        server.create("pods", make_pod("a", "default"))
+        core = client.CoreV1Api(kubesim.kubernetes_client(server))
+
+        def reader() -> None:
+            rv = ""
+            while True:
+                response = core.list_pod_for_all_namespaces(
+                    watch=True,
+                    resource_version=rv,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=30,
+                    _preload_content=False,
+                )
+                for line in iter_resp_lines(response):
+                    rv = json.loads(line)["object"]["metadata"]["resourceVersion"]
+
+        threading.Thread(target=reader, name="reader", daemon=True).start()
+        for n in range(4):
+            time.sleep(7)
+            server.create("pods", make_pod(f"p{n}", "default"))
+        time.sleep(60)
+
+    return run_schedule(scenario, seed=strategy_seed, strategy=strategy)
+
+
+@pytest.mark.parametrize(
+    "strategy", [lambda: PCT(2, 200), lambda: PCT(3, 200), lambda: RandomWalk(0.3)]
+)
+def test_time_jumps_over_bookmark_ticks_under_every_strategy(strategy: Any) -> None:
+    for seed in range(3):
+        result = _bookmarked_watches(seed, strategy())
+        assert result.ok, result.failure
+        assert result.virtual_time == 88
+
+
+def test_a_point_from_a_thread_that_is_not_runnable_is_not_a_scheduling_point() -> None:
+    # What a timer callback taking a simulated lock does while its thread hands off.
+    seen: dict[str, int] = {}
+
+    def scenario() -> None:
+        run = sched.active()
+        assert run is not None
+        me = run.current_thread()
+        assert me is not None
+        before = run.steps
+        me.state = sched.State.BLOCKED
+        try:
+            run.point()
+        finally:
+            me.state = sched.State.RUNNABLE
+        seen["steps"] = run.steps - before
+
+    result = run_schedule(scenario, seed=0, strategy=PCT(2, 10))
+    assert result.ok, result.failure
+    assert seen["steps"] == 0
+
+
+def test_no_scheduling_point_while_a_thread_holds_the_server_lock_even_when_traced() -> None:
+    # A thread preempted inside a server operation would leave the lock taken for the others
+    # (and for the timer callbacks fired while they all wait).
+    steps: list[int] = []
+
+    def scenario() -> None:
+        run = sched.active()
+        assert run is not None
+        server = controlled_server(seed=1)
+        with server.lock:
+            before = run.steps
+            server.create("pods", make_pod("a", "default"))
+            server.patch("pods", "a", {"metadata": {"labels": {"x": "1"}}}, namespace="default")
+            server.expire_watches()
+            steps.append(run.steps - before)
+
+    result = run_schedule(
+        scenario, seed=0, strategy=RandomWalk(0.5), traced=[kubesim.server], granularity="line"
+    )
+    assert result.ok, result.failure
+    assert steps == [0]
