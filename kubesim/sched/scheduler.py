@@ -30,7 +30,8 @@ Threads started by controlled code are adopted (``Thread.start`` is patched for 
 thread the scheduler does not control that touches a simulated primitive is a loud
 :class:`~kubesim.sched.errors.UncontrolledThread` error, never a silent pass.
 
-The measured prototype this follows is in ``shared/reference/simulation-and-races.md`` section 4.
+Why this design and what it costs (a baton over real threads, opcode points, a strategy
+portfolio): docs/explanation/scheduler.md.
 """
 
 from __future__ import annotations

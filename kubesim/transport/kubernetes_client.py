@@ -4,8 +4,8 @@ The client builds every request itself (URL, query encoding, JSON body, patch co
 and hands it to ``ApiClient.rest_client.pool_manager.request(...)``. Replacing that one
 object with :class:`PoolManager` routes requests into :func:`kubesim.server.routes.handle`
 and returns urllib3-shaped responses, so everything above the pool manager, ``Watch().stream``
-included, runs unchanged (seam A in ``shared/reference/clients-measured.md``; verified on
-kubernetes 29 to 37).
+included, runs unchanged (the pool manager is the narrowest seam the client has: below it only
+urllib3; verified on kubernetes 29 to 37).
 
 A watch response streams lines from a :class:`~kubesim.server.watch.WatchStream`. When no line
 is ready the read blocks through the server's wait policy: in a simulation that parks the

@@ -2,8 +2,7 @@
 
 Upstream: kubearmor/KubeArmor, ``KubeArmor/core/kubeUpdate.go`` (``WatchK8sPods``,
 ``UpdateEndPointWithPod``) and ``KubeArmor/core/k8sHandler.go`` (``WatchK8sPods``), as of
-commit ``19acf50d^`` (before PR #1553) and ``19acf50d`` (after it). See
-``shared/reference/faults-and-properties.md`` section 1.
+commit ``19acf50d^`` (before PR #1553) and ``19acf50d`` (after it).
 
 What the daemon does, and what this model keeps:
 

@@ -1,8 +1,8 @@
 """kubesim finds KubeArmor's duplicate-ADDED endpoint leak (PR #1553) and passes the fix.
 
-Regression tests named after the bug they pin, as client-go does. The scenario is the one in
-``shared/seeds/000_796f5dc7aa79d89c.txt``: watches end (F1), the daemon re-watches with no
-resourceVersion and receives a synthetic ADDED for every pod (F2).
+Regression tests named after the bug they pin, as client-go does. The scenario is the one the
+bug report describes: watches end (F1), the daemon re-watches with no resourceVersion and
+receives a synthetic ADDED for every pod (F2).
 """
 
 from __future__ import annotations
