@@ -289,7 +289,7 @@ def replay_spec(factory: Any, *, directory: str) -> tuple[str, str | None]:
     module_name = getattr(factory, "__module__", None) or ""
     qualname = getattr(factory, "__qualname__", None) or ""
     module = sys.modules.get(module_name)
-    fallback = f"{module_name or '?'}:{qualname or _name(factory)}"
+    fallback = f"{module_name}:{qualname}" if module_name and qualname else repr(factory)
     if (
         module is None
         or not qualname

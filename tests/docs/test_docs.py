@@ -8,8 +8,8 @@
   instead of being executed, so a page can show a store module and then use it.
 - ``python`` blocks import only from the public path (``kubesim``, ``kubesim.sched``,
   ``kubesim.sched.aio``, ``kubesim.checks``, ``kubesim.testing``, and only names in their
-  ``__all__``), the standard library, installed third-party packages, and the page's own ``# file:`` modules. Attribute
-  access such as ``kubesim.sim.threads`` counts as an import.
+  ``__all__``), the standard library, installed third-party packages, and the page's own
+  ``# file:`` modules. Attribute access such as ``kubesim.sim.threads`` counts as an import.
 - ``sh`` blocks run: ``pip install`` steps are skipped (the test runs in an installed
   environment), each ``kubesim ...`` command runs as ``python -m kubesim.cli.main ...`` with its
   sizes capped (``SIZE_CAPS``) and must exit 0. Any other command fails the test unless the
