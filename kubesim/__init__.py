@@ -20,38 +20,88 @@ them.
 
 from __future__ import annotations
 
-import types as _types
+import typing as _typing
 
-from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
-from kubesim.checks.memory import MemorySample, MemorySampler, MemoryViolation, check_memory_bounded
-from kubesim.checks.races import (
-    IsolationMonitor,
-    RaceViolation,
-    ServerVersions,
-    check_reads_match_server,
-    check_snapshot_consistency,
-)
-from kubesim.sched.explore import Exploration, Found, explore, run_schedule
-from kubesim.server.apiserver import APIServer
-from kubesim.server.resources import ResourceType, custom_resource
-from kubesim.server.status import StatusError
-from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
-from kubesim.sim.simulation import (
-    Simulation,
-    SimulationStopped,
-    StoreBlockedOutsideSimulation,
-    StoreCrashed,
-)
-from kubesim.sim.threads import controlled_server
-from kubesim.transport.http import HTTPTransport
-from kubesim.transport.kubernetes_asyncio_client import (
-    kubernetes_asyncio_client,
-    patch_kubernetes_asyncio,
-)
-from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
-from kubesim.workload.pods import make_pod, populate_pods
+from kubesim._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
+    from kubesim.checks.memory import (
+        MemorySample,
+        MemorySampler,
+        MemoryViolation,
+        check_memory_bounded,
+    )
+    from kubesim.checks.races import (
+        IsolationMonitor,
+        RaceViolation,
+        ServerVersions,
+        check_reads_match_server,
+        check_snapshot_consistency,
+    )
+    from kubesim.sched.explore import Exploration, Found, explore, run_schedule
+    from kubesim.server.apiserver import APIServer
+    from kubesim.server.resources import ResourceType, custom_resource
+    from kubesim.server.status import StatusError
+    from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
+    from kubesim.sim.simulation import (
+        Simulation,
+        SimulationStopped,
+        StoreBlockedOutsideSimulation,
+        StoreCrashed,
+    )
+    from kubesim.sim.threads import controlled_server
+    from kubesim.transport.http import HTTPTransport
+    from kubesim.transport.kubernetes_asyncio_client import (
+        kubernetes_asyncio_client,
+        patch_kubernetes_asyncio,
+    )
+    from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
+    from kubesim.workload.pods import make_pod, populate_pods
 
 __version__ = "0.1.0"
+
+# Imported on first use (kubesim._lazy): pytest imports this package in every run where kubesim
+# is installed (the plugin), so `import kubesim` must not pull in the server or the simulation.
+_EXPORTS = {
+    "APIServer": "kubesim.server.apiserver",
+    "ChoiceSource": "kubesim._core",
+    "Exploration": "kubesim.sched.explore",
+    "Found": "kubesim.sched.explore",
+    "HTTPTransport": "kubesim.transport.http",
+    "IsolationMonitor": "kubesim.checks.races",
+    "MemorySample": "kubesim.checks.memory",
+    "MemorySampler": "kubesim.checks.memory",
+    "MemoryViolation": "kubesim.checks.memory",
+    "RaceViolation": "kubesim.checks.races",
+    "ResourceType": "kubesim.server.resources",
+    "RestartReport": "kubesim.sim.restarts",
+    "RestartRound": "kubesim.sim.restarts",
+    "SeededChoices": "kubesim._core",
+    "ServerVersions": "kubesim.checks.races",
+    "Simulation": "kubesim.sim.simulation",
+    "SimulationStopped": "kubesim.sim.simulation",
+    "StatusError": "kubesim.server.status",
+    "StoreBlockedOutsideSimulation": "kubesim.sim.simulation",
+    "StoreCrashed": "kubesim.sim.simulation",
+    "Trace": "kubesim._core",
+    "VirtualClock": "kubesim._core",
+    "check_memory_bounded": "kubesim.checks.memory",
+    "check_reads_match_server": "kubesim.checks.races",
+    "check_snapshot_consistency": "kubesim.checks.races",
+    "controlled_server": "kubesim.sim.threads",
+    "custom_resource": "kubesim.server.resources",
+    "explore": "kubesim.sched.explore",
+    "kubernetes_asyncio_client": "kubesim.transport.kubernetes_asyncio_client",
+    "kubernetes_client": "kubesim.transport.kubernetes_client",
+    "make_pod": "kubesim.workload.pods",
+    "patch_kubernetes": "kubesim.transport.kubernetes_client",
+    "patch_kubernetes_asyncio": "kubesim.transport.kubernetes_asyncio_client",
+    "populate_pods": "kubesim.workload.pods",
+    "run_schedule": "kubesim.sched.explore",
+    "run_watch_restarts": "kubesim.sim.restarts",
+}
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "APIServer",
@@ -93,12 +143,6 @@ __all__ = [
     "run_watch_restarts",
 ]
 
-# Hypothesis' habit (strategies/__init__.py): the module fails to import if a public name is
-# missing from __all__ or __all__ names something that is not here.
-assert set(__all__) == {
-    name
-    for name, value in globals().items()
-    if (not name.startswith("_") or name == "__version__")
-    and not isinstance(value, _types.ModuleType)
-    and name != "annotations"
-}, "kubesim.__all__ is out of date"
+# Hypothesis' habit (strategies/__init__.py): the module fails to import if __all__ and the
+# names it exports (the lazy table) disagree.
+assert set(__all__) == {*_EXPORTS, "__version__"}, "kubesim.__all__ is out of date"

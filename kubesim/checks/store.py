@@ -8,7 +8,7 @@ wanted, so a green run never hides what was not checked.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from kubesim.checks import bounded, effects, progress, state
@@ -97,16 +97,26 @@ class Verdict:
         return not self.violations
 
 
-def judge(recording: Recording) -> Verdict:
+# The oracle that always runs: a run that crashed, hung or spun cannot be judged on anything else.
+ALWAYS = "failure"
+NOT_SELECTED = "not selected"
+
+
+def judge(recording: Recording, *, only: Collection[str] | None = None) -> Verdict:
+    """Run every oracle the store's hooks allow; ``only`` narrows them to those named (plus
+    ``failure``, which always runs); the others are skipped as "not selected"."""
     violations: list[Violation] = []
     ran: list[str] = []
     skipped: list[tuple[str, str]] = []
     for oracle in ORACLES:
+        if only is not None and oracle.name not in only and oracle.name != ALWAYS:
+            skipped.append((oracle.name, NOT_SELECTED))
+            continue
         missing = [hook for hook in oracle.needs if hook not in recording.hooks]
         if missing:
             skipped.append((oracle.name, f"needs the store's {', '.join(missing)}() hook"))
             continue
-        if recording.failure is not None and oracle.name != "failure":
+        if recording.failure is not None and oracle.name != ALWAYS:
             skipped.append((oracle.name, "the run ended early"))
             continue
         ran.append(oracle.name)
@@ -114,3 +124,14 @@ def judge(recording: Recording) -> Verdict:
         if found is not None:
             violations.append(found)
     return Verdict(tuple(violations), tuple(ran), tuple(skipped))
+
+
+def checked_oracles(names: Collection[str]) -> tuple[str, ...]:
+    """``names`` in table order; a ValueError names any that is not an oracle."""
+    if isinstance(names, str):
+        raise TypeError(f"oracles must be a collection of oracle names, got oracles={names!r}")
+    known = [oracle.name for oracle in ORACLES]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"oracles must be names from {known}, got unknown {unknown!r}")
+    return tuple(name for name in known if name in names)

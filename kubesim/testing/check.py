@@ -29,7 +29,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 import kubesim
-from kubesim.checks.store import ORACLES, Verdict, judge
+from kubesim.checks.store import ORACLES, Verdict, checked_oracles, judge
 from kubesim.scenario.run import ScenarioResult, Setup, StoreFactory, run_scenario
 from kubesim.testing.replay import Replay, python_version
 from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
@@ -126,6 +126,7 @@ def check_store(
     traced: Sequence[Any] = (),
     on_example: Callable[[CheckReport], None] | None = None,
     max_time: float | None = None,
+    oracles: Sequence[str] | None = None,
 ) -> CheckReport:
     """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
 
@@ -134,13 +135,15 @@ def check_store(
     (see :data:`kubesim.testing.strategies.ALL_KINDS`). ``database``: an example database, a
     directory, or ``":memory:"`` for none. ``on_example`` is called after every example (for
     progress bars). ``max_time``: seconds of wall time after which no new example is drawn
-    (shrinking a failure already found still completes).
+    (shrinking a failure already found still completes). ``oracles`` narrows which oracles
+    judge the examples (``failure`` always does; see :data:`kubesim.checks.store.ORACLES`).
     """
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got seed={seed!r}")
     chosen = _checked_kinds(kinds)
+    only = None if oracles is None else checked_oracles(oracles)
     setup = setup if setup is not None else Setup()
     spec = spec or factory_spec(factory)
     if max_time is not None and not max_time > 0:
@@ -162,7 +165,7 @@ def check_store(
         result = run_scenario(
             factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced, spec=spec
         )
-        verdict = judge(result.recording)
+        verdict = judge(result.recording, only=only)
         report.examples += 1
         report.kinds.update(step.kind for step in steps)
         report.ran.update(verdict.ran)
@@ -175,22 +178,23 @@ def check_store(
             raise _Violated(result, verdict)
 
     # The factory (and what is checked) keys the example database, not only this source.
-    example._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}".encode()
-    )
-    test = hypothesis_seed(seed)(
-        settings(
-            max_examples=examples,
-            deadline=None,
-            database=_database(database),
-            derandomize=False,
-            phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-            report_multiple_bugs=False,
-            print_blob=False,
-            verbosity=Verbosity.quiet,
-            suppress_health_check=list(HealthCheck),
-        )(given(st.data())(example))
-    )
+    digest = f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}"
+    if only is not None:
+        digest += f"|{','.join(only)}"
+    example._hypothesis_internal_add_digest = digest.encode()  # type: ignore[attr-defined]
+    # @seed turns the example database off (it sets database=None on the test's settings), so
+    # it goes inside and the settings, with the database, outside.
+    test = settings(
+        max_examples=examples,
+        deadline=None,
+        database=_database(database),
+        derandomize=False,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )(hypothesis_seed(seed)(given(st.data())(example)))
     try:
         test()
     except _Violated as failed:

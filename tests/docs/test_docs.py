@@ -7,9 +7,9 @@
   into a temporary directory on ``sys.path`` (and the working directory of the page's commands)
   instead of being executed, so a page can show a store module and then use it.
 - ``python`` blocks import only from the public path (``kubesim``, ``kubesim.sched``,
-  ``kubesim.sched.aio``, ``kubesim.checks``, and only names in their ``__all__``), the standard
-  library, installed third-party packages, and the page's own ``# file:`` modules. Attribute
-  access such as ``kubesim.sim.threads`` counts as an import.
+  ``kubesim.sched.aio``, ``kubesim.checks``, ``kubesim.testing``, and only names in their
+  ``__all__``), the standard library, installed third-party packages, and the page's own
+  ``# file:`` modules. Attribute access such as ``kubesim.sim.threads`` counts as an import.
 - ``sh`` blocks run: ``pip install`` steps are skipped (the test runs in an installed
   environment), each ``kubesim ...`` command runs as ``python -m kubesim.cli.main ...`` with its
   sizes capped (``SIZE_CAPS``) and must exit 0. Any other command fails the test unless the
@@ -42,7 +42,13 @@ PAGES = [
     "README.md",
 ]
 KINDS = ("python", "sh", "text")
-PUBLIC_MODULES = ("kubesim", "kubesim.sched", "kubesim.sched.aio", "kubesim.checks")
+PUBLIC_MODULES = (
+    "kubesim",
+    "kubesim.sched",
+    "kubesim.sched.aio",
+    "kubesim.checks",
+    "kubesim.testing",
+)
 # Top-level folders of the repository that a user's code does not have.
 REPO_ONLY = {"models", "tests", "bench"}
 # Commands run with these options capped so the whole page runs in seconds; the verdicts the

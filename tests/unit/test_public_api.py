@@ -1,7 +1,8 @@
 """The public import path: what each public module exports is exactly its ``__all__``.
 
 A user imports from ``kubesim``, ``kubesim.sched`` (with ``kubesim.sched.aio``, the asyncio
-runner whose replay hints name it) and ``kubesim.checks``; every other module is internal.
+runner whose replay hints name it), ``kubesim.checks`` and ``kubesim.testing`` (check_store,
+store_test, strategies, steps); every other module is internal.
 For each public module (ruff's RUF022 keeps ``__all__`` sorted): every name in ``__all__``
 resolves, every public name the module holds is listed (Hypothesis' habit in
 ``strategies/__init__.py``), and no listed name lives in an underscore module unless it is
@@ -12,11 +13,19 @@ documentation imports only from these modules.
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 import types
 
 import pytest
 
-PUBLIC_MODULES = ("kubesim", "kubesim.sched", "kubesim.sched.aio", "kubesim.checks")
+PUBLIC_MODULES = (
+    "kubesim",
+    "kubesim.sched",
+    "kubesim.sched.aio",
+    "kubesim.checks",
+    "kubesim.testing",
+)
 
 # Names whose home is an underscore module, re-exported on purpose: the choice source, the
 # virtual clock and the trace are the determinism contract's vocabulary, and a user passes
@@ -52,6 +61,8 @@ def _held_public_names(module: types.ModuleType) -> set[str]:
         name
         for name, value in vars(module).items()
         if not name.startswith("_")
+        # pytest rewrites asserts in an installed plugin's distribution, adding "@py_builtins"
+        and name.isidentifier()
         and not isinstance(value, types.ModuleType)
         and name != "annotations"
         # Names imported only for annotations or by ``from typing import ...`` are not API.
@@ -68,7 +79,7 @@ def test_all_resolves(name: str) -> None:
     assert not missing, f"{name}.__all__ names what {name} does not define: {missing}"
 
 
-@pytest.mark.parametrize("name", ["kubesim", "kubesim.sched", "kubesim.checks"])
+@pytest.mark.parametrize("name", ["kubesim", "kubesim.sched", "kubesim.checks", "kubesim.testing"])
 def test_nothing_public_is_missing_from_all(name: str) -> None:
     module = importlib.import_module(name)
     unlisted = _held_public_names(module) - set(module.__all__)
@@ -112,3 +123,28 @@ def test_facade_names_are_the_objects_where_they_are_defined() -> None:
         if home is None or not isinstance(value, type | types.FunctionType):
             continue
         assert getattr(importlib.import_module(home), value.__name__) is value, export
+
+
+@pytest.mark.parametrize("name", ["kubesim", "kubesim.checks", "kubesim.testing"])
+def test_the_lazy_table_is_what_all_lists(name: str) -> None:
+    module = importlib.import_module(name)
+    assert set(module.__all__) - {"__version__"} == set(module._EXPORTS)
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = module.no_such_name
+
+
+@pytest.mark.parametrize("package", ["kubesim", "kubesim.testing", "kubesim.checks"])
+def test_importing_a_facade_imports_nothing_until_a_name_is_used(package: str) -> None:
+    # pytest imports kubesim.testing.pytest_plugin (hence these packages) in every run where
+    # kubesim is installed: they must not pull in the server, the simulation or Hypothesis.
+    probe = (
+        f"import sys, {package}; "
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] in "
+        "('kubesim', 'hypothesis', 'kubernetes', 'orjson')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(done.stdout.split())
+    assert loaded <= {"kubesim", "kubesim._lazy", "kubesim.checks", "kubesim.testing"}, loaded
