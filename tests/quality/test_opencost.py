@@ -2,8 +2,9 @@
 
 The scenario (OpenCost issues #2637 and #2910, PRs #2725 and #3206): a reflector thread keeps
 the cache fed from the fake API server while the cost model merges namespace labels into each
-pod's labels and the metrics collector iterates them, and a workload thread mutates labels on the server (F11). Every
-interleaving comes from the controlled scheduler; the store module is traced at opcode level.
+pod's labels and the metrics collector iterates them, and a workload thread mutates labels on
+the server (F11). Every interleaving comes from the controlled scheduler; the store module is
+traced at opcode level.
 """
 
 from __future__ import annotations
