@@ -255,7 +255,8 @@ def test_oracle_markers_require_and_narrow_the_oracles(user: pytest.Pytester) ->
             "*Captured kubesim call*",
             "leaky_store:appending_watcher: 3 examples, seed 0",
             "oracles run: failure, progress",
-            "oracles not selected: bounded, converge, effects-once, monotone",
+            "oracles not selected: bounded, converge, effects-once, isolation, monotone, "
+            "snapshot-reads",
         ]
     )
     result.stdout.fnmatch_lines(
