@@ -1,7 +1,9 @@
 """A watch loop that answers 410 Gone by watching again from the same resourceVersion.
 
-Upstream: ``fabric8io/fluent-plugin-kubernetes_metadata_filter`` (shipped in
-``fluent/fluentd-kubernetes-daemonset``) issue #226; ``kubernetes-client/python-base`` issues
+Upstream: ``fluent-plugins-nursery/fluent-plugin-kubernetes_metadata_filter`` (then
+``fabric8io/...``; shipped in ``fluent/fluentd-kubernetes-daemonset``) issue #226, fixed by PR
+#243 (``kubernetes_metadata_watch_pods.rb``: a 410 becomes a ``GoneError`` that restarts the
+pod list and watch); ``kubernetes-client/python-base`` issues
 #133 and #227 (``watch/watch.py``: ``Watch.stream`` re-watched after an expired watch with the
 resourceVersion it already had); ``kubernetes-client/java`` issue #1628 (the informer's
 reflector did not relist on an in-stream 410).
