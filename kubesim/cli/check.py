@@ -167,11 +167,15 @@ def _import(name: str) -> Any:
 
 def _print_report(report: Any, elapsed: float) -> None:
     rate = report.examples / elapsed if elapsed > 0 else 0.0
-    status = "OK" if report.ok else "FAILED"
-    print(
-        f"kubesim check {report.factory}: {status} after {report.examples} examples "
-        f"({elapsed:.1f} s, {rate:.1f} examples/s)"
-    )
+    if report.ok:
+        outcome = f"OK after {report.examples} examples"
+    else:
+        shrinking = report.examples - (report.found_at or report.examples)
+        outcome = (
+            f"FAILED at example {report.found_at}, shrunk in {shrinking} more "
+            f"({report.examples} examples in all)"
+        )
+    print(f"kubesim check {report.factory}: {outcome} ({elapsed:.1f} s, {rate:.1f} examples/s)")
     print(f"oracles run: {', '.join(sorted(report.ran)) or 'none'}")
     for name, why in sorted(report.skipped.items()):
         print(f"oracle skipped: {name} ({why})")
@@ -188,6 +192,7 @@ def _report_json(report: Any, elapsed: float) -> dict[str, Any]:
         "factory": report.factory,
         "ok": report.ok,
         "examples": report.examples,
+        "found_at": report.found_at,
         "seconds": round(elapsed, 3),
         "oracles": {"ran": sorted(report.ran), "skipped": dict(sorted(report.skipped.items()))},
         "steps_drawn": dict(sorted(report.kinds.items())),

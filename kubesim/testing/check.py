@@ -86,6 +86,8 @@ class CheckReport:
     skipped: dict[str, str] = field(default_factory=dict)
     kinds: Counter[str] = field(default_factory=Counter)
     out_of_time: bool = False
+    # The example at which the first violation turned up (the rest were spent shrinking it).
+    found_at: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -175,6 +177,8 @@ def check_store(
         if on_example is not None:
             on_example(report)
         if not verdict.ok:
+            if report.found_at is None:
+                report.found_at = report.examples
             raise _Violated(result, verdict)
 
     # The factory (and what is checked) keys the example database, not only this source.

@@ -53,8 +53,10 @@ PUBLIC_MODULES = (
 REPO_ONLY = {"models", "tests", "bench"}
 # Commands run with these options capped so the whole page runs in seconds; the verdicts the
 # docs describe hold at these sizes (the quality tests check the full sizes).
-SIZE_CAPS = {"--pods": 10, "--restarts": 4}
+SIZE_CAPS = {"--pods": 10, "--restarts": 4, "--examples": 60}
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<reason>[^>]*?)\s*-->")
+# A block that shows a failure on purpose: its commands must exit with this code, not 0.
+EXITS = re.compile(r"<!--\s*exits:\s*(?P<code>\d+)\s*-->")
 FILE_HEADER = re.compile(r"#\s*file:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*\.py)\s*$")
 
 
@@ -65,6 +67,7 @@ class Block:
     kind: str
     code: str
     not_run: str | None  # the reason, when the block is marked not-run
+    exits: int = 0  # the exit code its commands must end with (<!-- exits: N -->)
 
     @property
     def where(self) -> str:
@@ -98,7 +101,9 @@ def blocks_of(page: str) -> list[Block]:
         previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
         marker = NOT_RUN.search(previous)
         reason = marker["reason"] if marker else None
-        found.append(Block(page, start + 1, kind, "\n".join(body) + "\n", reason))
+        exits = EXITS.search(previous)
+        code = int(exits["code"]) if exits else 0
+        found.append(Block(page, start + 1, kind, "\n".join(body) + "\n", reason, code))
     return found
 
 
@@ -333,8 +338,10 @@ def test_sh_blocks_run(block: Block, tmp_path: Path) -> None:
             timeout=240,
             check=False,
         )
-        assert proc.returncode == 0, f"{block.where}: `{command}` exited {proc.returncode}\n" + (
-            proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert proc.returncode == block.exits, (
+            f"{block.where}: `{command}` exited {proc.returncode}, expected {block.exits}\n"
+            + proc.stdout[-2000:]
+            + proc.stderr[-2000:]
         )
         ran += 1
     assert ran, f"{block.where}: an sh block with nothing to run"
