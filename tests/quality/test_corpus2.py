@@ -23,22 +23,6 @@ from kubesim.testing.replay import parse_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
-NEEDS_RUNNER_STEPS = pytest.mark.xfail(
-    reason="needs the runner's read and crash steps (reader threads, crash-restart)",
-    strict=False,
-)
-NEEDS_READERS = pytest.mark.xfail(reason="needs reader threads", strict=False)
-NEEDS_STORE_THREADS = pytest.mark.xfail(
-    reason="needs the store's own threads (and the Conditions its factory creates) under the "
-    "controlled scheduler",
-    strict=False,
-)
-NEEDS_READ_DURING_RELIST = pytest.mark.xfail(
-    reason="needs a step that starts a reader while the store relists: a reader thread runs "
-    "alone in its own step, so no read overlaps a relist",
-    strict=False,
-)
-
 
 @dataclass(frozen=True)
 class Family:
@@ -70,42 +54,12 @@ FAMILIES = {
     "too_large_rv": Family("too_large_rv", "retry_at_once", "backoff_and_relist", "progress"),
 }
 
-NEEDS_A_LAGGING_REPLICA = pytest.mark.xfail(
-    reason="needs the runner's read and crash steps; and with them, seed 0 reaches the bug only "
-    "after 200 examples: it takes a stall, a write and a 410 relist in that order (no step lists "
-    "from one API server and watches through a lagging one)",
-    strict=False,
-)
 
-BUGGY_MARKS = {
-    "too_large_rv": [NEEDS_A_LAGGING_REPLICA],
-    "shared_informer_mutation": [NEEDS_READERS],
-    "shared_informer_mutation-shallow": [NEEDS_READERS],
-    "stalled_listener": [NEEDS_STORE_THREADS],
-    "ksm_relist": [NEEDS_READ_DURING_RELIST],
-}
-NEEDS_READERS_AND_LAG = pytest.mark.xfail(
-    reason="needs reader threads, and a snapshot-reads oracle that accepts a past state of a "
-    "cache that lags the server (a stalled watch cache holds back events; the read is then the "
-    "server's state at an RV older than the one the read started at)",
-    strict=False,
-)
-FIXED_MARKS = {
-    "shared_informer_mutation": [NEEDS_READERS_AND_LAG],
-    "stalled_listener": [NEEDS_STORE_THREADS],
-    "ksm_relist": [NEEDS_READERS_AND_LAG],
-}
 # The family whose token is replayed the way a user would: `kubesim replay TOKEN` in a shell.
 REPLAYED_BY_CLI = "ip_index"
 
 
-def _cases(marks: dict[str, list[pytest.MarkDecorator]], names: list[str]) -> list[object]:
-    return [
-        pytest.param(name, id=name, marks=marks.get(name, [NEEDS_RUNNER_STEPS])) for name in names
-    ]
-
-
-@pytest.mark.parametrize("name", _cases(BUGGY_MARKS, list(FAMILIES)))
+@pytest.mark.parametrize("name", list(FAMILIES))
 def test_the_buggy_model_is_found_shrunk_and_replayed(name: str) -> None:
     family = FAMILIES[name]
     spec = family.spec(family.buggy)
@@ -144,7 +98,7 @@ def test_the_buggy_model_is_found_shrunk_and_replayed(name: str) -> None:
 FIXED = [name for name in FAMILIES if not name.endswith("-shallow")]
 
 
-@pytest.mark.parametrize("name", _cases(FIXED_MARKS, FIXED))
+@pytest.mark.parametrize("name", FIXED)
 def test_the_fixed_model_passes_a_thousand_examples(name: str) -> None:
     family = FAMILIES[name]
     spec = family.spec(family.fixed)
