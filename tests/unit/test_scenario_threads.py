@@ -74,6 +74,19 @@ def test_a_clear_then_add_relist_is_a_torn_read_found_by_check_store() -> None:
     assert correct.ok, str(correct.found)
 
 
+def test_preemption_offsets_apply_to_every_step_so_a_late_relist_is_reached() -> None:
+    # The relist comes last, after many scheduling points; offsets count from the start of
+    # each step's settle, so small offsets reach into it all the same.
+    steps = [ReadConcurrently(), *[CreatePods(1)] * 8, ExpireWatches(with_error=True)]
+    torn = []
+    for offset in range(16):
+        result = run_scenario(stores.clear_then_add, steps, seed=1, schedule=[offset])
+        if "snapshot-reads" in violated(result):
+            torn.append(offset)
+    assert torn, "no small offset reached the relist of the last step"
+    assert result.recording.rounds[-1].index > 10
+
+
 def test_crash_and_restart_builds_a_fresh_store_that_converges() -> None:
     result = run_scenario(
         stores.reflector, [CreatePods(1), CrashAndRestart(), DeletePods(1)], seed=2

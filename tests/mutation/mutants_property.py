@@ -1,0 +1,109 @@
+"""Named mutants of the property layer: its oracles and the runner's fault paths."""
+
+ORACLES = "tests/unit/test_store_oracles.py::"
+SCENARIO = "tests/unit/test_scenario.py::"
+THREADS = "tests/unit/test_scenario_threads.py::"
+
+MUTANTS = [
+    {
+        "name": "tail-sizes-never-compared",
+        "path": "kubesim/checks/bounded.py",
+        "old": "            if len(set(values)) > 1:",
+        "new": "            if False:",
+        "tests": [
+            f"{ORACLES}test_bounded_flags_a_structure_that_changes_in_the_tail_whatever_its_bytes",
+        ],
+        "why": "a structure that grows every restart with a constant live set would pass",
+    },
+    {
+        "name": "sizes-proportion-ignored",
+        "path": "kubesim/checks/bounded.py",
+        "old": "        if value > limit:",
+        "new": "        if False:",
+        "tests": [f"{ORACLES}test_bounded_flags_a_structure_out_of_proportion_with_the_live_set"],
+        "why": "a dedup set that never forgets deleted objects would pass after churn",
+    },
+    {
+        "name": "phantoms-not-counted",
+        "path": "kubesim/checks/state.py",
+        "old": "    phantoms = [k for k in view if k not in server]",
+        "new": "    phantoms: list[str] = []",
+        "tests": [
+            f"{ORACLES}test_converge_names_phantoms_missing_and_stale_versions",
+            f"{SCENARIO}test_the_kubearmor_shape_grows_in_the_tail_and_keeps_a_phantom",
+        ],
+        "why": "a missed delete (a phantom backend) would pass convergence",
+    },
+    {
+        "name": "resurrection-not-seen",
+        "path": "kubesim/checks/state.py",
+        "old": "            if seen.uid is not None and seen.uid in dropped:",
+        "new": "            if False:",
+        "tests": [f"{ORACLES}test_monotone_catches_a_version_going_back_and_a_resurrection"],
+        "why": "a relist served by a lagging cache could bring deleted objects back unnoticed",
+    },
+    {
+        "name": "duplicate-effects-allowed",
+        "path": "kubesim/checks/effects.py",
+        "old": "    repeated = [(key, n) for key, n in counts.items() if n > 1]",
+        "new": "    repeated = [(key, n) for key, n in counts.items() if n > 2]",
+        "tests": [f"{ORACLES}test_effects_once_counts_the_duplicates"],
+        "why": "a handler that runs twice per change (reconnect = relist) would pass",
+    },
+    {
+        "name": "store-that-returns-passes",
+        "path": "kubesim/scenario/run.py",
+        "old": "        if self.sim.store_finished:",
+        "new": "        if False:",
+        "tests": [f"{SCENARIO}test_a_store_that_lists_once_is_an_error_not_a_pass"],
+        "why": "a store whose run() lists once and returns would be judged by the oracles",
+    },
+    {
+        "name": "readers-read-once",
+        "path": "kubesim/scenario/run.py",
+        "old": "            while True:\n                go = threading.Event()",
+        "new": "            for _ in range(1):\n                go = threading.Event()",
+        "tests": [f"{THREADS}test_readers_overlap_the_next_step_and_their_reads_are_judged"],
+        "why": "a reader would never overlap a later relist (torn relists would go unseen)",
+    },
+    {
+        "name": "preemptions-not-rebased-per-settle",
+        "path": "kubesim/scenario/run.py",
+        "old": "            rebase(self.sim.scheduler.steps)",
+        "new": "            pass",
+        "tests": [
+            f"{THREADS}test_preemption_offsets_apply_to_every_step_so_a_late_relist_is_reached"
+        ],
+        "why": "drawn preemptions would land in a relist's short window far less often",
+    },
+    {
+        "name": "lock-cycles-not-reported",
+        "path": "kubesim/sim/simulation.py",
+        "old": "            if cycle is not None:",
+        "new": "            if False:",
+        "tests": [f"{THREADS}test_two_locks_taken_in_opposite_orders_are_a_deadlock"],
+        "why": "two store threads stuck on each other's locks would look quiescent forever",
+    },
+    {
+        "name": "injected-failures-never-served",
+        "path": "kubesim/server/routes.py",
+        "old": "            if injected is not None:",
+        "new": "            if False:",
+        "tests": [
+            "tests/unit/test_server_faults.py::"
+            "test_a_429_carries_retry_after_in_the_status_and_the_header",
+        ],
+        "why": "fail_requests would inject nothing: HTTP error handling would go untested",
+    },
+    {
+        "name": "stalled-cache-lists-are-fresh",
+        "path": "kubesim/server/apiserver.py",
+        "old": "            if stall is not None and rv is not None and (rv == 0 or not exact):",
+        "new": "            if False:",
+        "tests": [
+            "tests/unit/test_server_faults.py::"
+            "test_a_stalled_cache_serves_stale_lists_for_resource_version_zero",
+        ],
+        "why": "a stalled watch cache would serve fresh lists: stale relists could not be found",
+    },
+]

@@ -1,0 +1,180 @@
+"""The store oracles as pure functions of hand-made recordings: each breaks, each has numbers."""
+
+from __future__ import annotations
+
+from kubesim.checks.bounded import check_bounded
+from kubesim.checks.effects import check_effects_once
+from kubesim.checks.progress import BURST, PER_MINUTE, check_progress
+from kubesim.checks.recording import Observed, Recording, Round, normalise_view, observe
+from kubesim.checks.state import check_converged, check_monotone
+from kubesim.checks.store import judge
+
+
+def obs(uid: str, rv: int) -> Observed:
+    return Observed(uid, rv)
+
+
+def round_(
+    index: int,
+    *,
+    server: dict[str, Observed],
+    view: dict[str, Observed] | None = None,
+    phase: str = "step",
+    sizes: dict[str, int] | None = None,
+    requests: int = 0,
+    time: float = 0.0,
+    retained: int | None = None,
+) -> Round:
+    return Round(
+        index=index,
+        step=f"step {index}",
+        phase=phase,
+        time=time,
+        requests=requests,
+        server=server,
+        view=view,
+        sizes=sizes or {},
+        retained_bytes=retained,
+    )
+
+
+A, B = obs("uid-a", 5), obs("uid-b", 6)
+
+
+def test_views_are_normalised_from_dicts_model_like_objects_and_tuples() -> None:
+    class Meta:
+        uid, resource_version = "u", "7"
+
+    class Model:
+        metadata = Meta()
+
+    view = normalise_view(
+        {("ns", "a"): {"metadata": {"uid": "u", "resourceVersion": "7"}}, "ns/b": Model(), "c": 1}
+    )
+    assert view == {"ns/a": obs("u", 7), "ns/b": obs("u", 7), "c": Observed(None, None)}
+    assert observe({"metadata": {"resourceVersion": "x"}}) == Observed(None, None)
+
+
+def test_converge_names_phantoms_missing_and_stale_versions() -> None:
+    recording = Recording(hooks=frozenset({"view"}))
+    recording.rounds.append(
+        round_(
+            1,
+            server={"ns/a": obs("uid-a", 9), "ns/c": obs("uid-c", 3)},
+            view={"ns/a": A, "ns/b": B},
+        )
+    )
+    found = check_converged(recording)
+    assert found is not None
+    text = str(found)
+    assert "(2 held, 2 on the server)" in text
+    assert "1 phantom(s) the server no longer has (missed deletes): ns/b" in text
+    assert "1 object(s) the view lacks: ns/c" in text
+    assert "ns/a at resourceVersion 5 while the server has 9" in text
+    recording.rounds.append(round_(2, server={"ns/a": A}, view={"ns/a": A}))
+    assert check_converged(recording) is None
+
+
+def test_monotone_catches_a_version_going_back_and_a_resurrection() -> None:
+    recording = Recording(hooks=frozenset({"view"}))
+    rounds = [
+        round_(0, server={"ns/a": obs("uid-a", 7), "ns/b": B}, view={"ns/a": obs("uid-a", 7)}),
+        round_(1, server={"ns/a": obs("uid-a", 7)}, view={"ns/a": obs("uid-a", 5), "ns/b": B}),
+        round_(2, server={"ns/a": obs("uid-a", 7)}, view={"ns/a": obs("uid-a", 7)}),
+        round_(3, server={"ns/a": obs("uid-a", 7)}, view={"ns/a": obs("uid-a", 7), "ns/b": B}),
+    ]
+    recording.rounds.extend(rounds)
+    found = check_monotone(recording)
+    assert found is not None
+    assert "ns/a went back from resourceVersion 7 to 5 at round 1" in str(found)
+    assert "ns/b (uid uid-b) came back at round 3" in str(found)
+    assert "dropped it at round 2" in str(found)
+
+
+def test_monotone_accepts_a_recreated_object_under_the_same_name() -> None:
+    recording = Recording(hooks=frozenset({"view"}))
+    recording.rounds.extend(
+        [
+            round_(0, server={"ns/a": A}, view={"ns/a": A}),
+            round_(1, server={}, view={}),
+            round_(2, server={"ns/a": obs("uid-new", 2)}, view={"ns/a": obs("uid-new", 2)}),
+        ]
+    )
+    assert check_monotone(recording) is None
+
+
+def test_effects_once_counts_the_duplicates() -> None:
+    recording = Recording(hooks=frozenset({"effects"}))
+    recording.effects = [("a", "5"), ("b", "6"), ("a", "5")]
+    found = check_effects_once(recording)
+    assert found is not None
+    assert "1 side effect(s) performed more than once (1 extra, 3 in all)" in str(found)
+    assert "('a', '5') performed 2 times" in str(found)
+    recording.effects = [("a", "5"), ("a", "6")]  # two changes, one effect each
+    assert check_effects_once(recording) is None
+    recording.effects = [["unhashable"]]
+    found = check_effects_once(recording)
+    assert found is not None
+    assert "hashable keys" in found.summary
+
+
+def test_progress_allows_a_burst_and_a_trickle_per_minute_and_no_more() -> None:
+    recording = Recording(hooks=frozenset())
+    allowed = BURST + PER_MINUTE * 10  # ten virtual minutes
+    recording.rounds.extend(
+        [
+            round_(0, server={}, requests=0, time=0),
+            round_(1, server={}, requests=int(allowed), time=600),
+        ]
+    )
+    assert check_progress(recording) is None
+    recording.rounds.append(round_(2, server={}, requests=int(allowed) + BURST + 1, time=600))
+    found = check_progress(recording)
+    assert found is not None
+    assert f"{BURST + 1} requests in 0 virtual seconds at round 2" in str(found)
+
+
+def _tail(sizes: list[int], retained: list[int], live: int = 3) -> Recording:
+    server = {f"ns/p{i}": obs(f"u{i}", i + 1) for i in range(live)}
+    recording = Recording(hooks=frozenset({"sizes"}))
+    recording.rounds.append(round_(0, server=server, phase="setup", sizes={"cache": live}))
+    for n, (size, kept) in enumerate(zip(sizes, retained, strict=True), 1):
+        phase = "quiesce" if n == 1 else "tail"
+        recording.rounds.append(
+            round_(n, server=server, phase=phase, sizes={"cache": size}, retained=kept)
+        )
+    return recording
+
+
+def test_bounded_flags_a_structure_that_changes_in_the_tail_whatever_its_bytes() -> None:
+    assert check_bounded(_tail([3, 3, 3, 3], [1000, 1000, 1000, 1000])) is None
+    found = check_bounded(_tail([3, 4, 5, 6], [1000, 1000, 1000, 1000]))
+    assert found is not None
+    assert "sizes()['cache'] changed over the tail rounds" in str(found)
+    assert "4 -> 5 -> 6" in str(found)
+
+
+def test_bounded_flags_retained_bytes_that_grow_beyond_the_tolerance() -> None:
+    found = check_bounded(_tail([3, 3, 3, 3], [1000, 5000, 9000, 13000]), tolerance_bytes=512)
+    assert found is not None
+    assert "retained bytes grew 4,000 per round (tolerance 512)" in str(found)
+    assert check_bounded(_tail([3] * 4, [1000, 1100, 1200, 1300]), tolerance_bytes=512) is None
+
+
+def test_bounded_flags_a_structure_out_of_proportion_with_the_live_set() -> None:
+    found = check_bounded(_tail([9, 9, 9, 9], [1000] * 4))
+    assert found is not None
+    assert "sizes()['cache'] is 9 with 3 live objects at the end" in str(found)
+    assert "at most 5 was expected" in str(found)
+
+
+def test_judge_skips_oracles_visibly_when_hooks_are_missing() -> None:
+    recording = Recording(hooks=frozenset())
+    recording.rounds.append(round_(0, server={}, phase="setup"))
+    verdict = judge(recording)
+    skipped = dict(verdict.skipped)
+    assert skipped["converge"] == "needs the store's view() hook"
+    assert skipped["effects-once"] == "needs the store's effects() hook"
+    assert skipped["snapshot-reads"] == "needs the store's read() hook"
+    assert "failure" in verdict.ran
+    assert verdict.ok
