@@ -8,8 +8,8 @@ exact, both required to stay flat:
 - what the store says about itself (``sizes()``): any structure whose length changes across
   the tail rounds while the server's live set does not is a violation, whatever its bytes: a
   list of endpoints that gains two entries per pod per restart is a leak at any scale;
-- retained bytes (what is reachable from the store and nowhere else): growth per round beyond
-  ``tolerance`` bytes is a violation, with the numbers.
+- retained bytes (what is reachable from the store, wherever it was allocated): growth per
+  round beyond the tolerance is a violation, with the numbers and the containers that grew.
 
 And at the end of the run, every ``sizes()`` entry must still be proportional to the live set
 (P-bound: ``size <= c x live + k``), with ``c`` the entry's entries per live object after
@@ -24,7 +24,6 @@ from kubesim.checks.recording import Recording, Round
 from kubesim.checks.violation import Violation
 
 NEEDS: tuple[str, ...] = ()  # sizes() sharpens it; retained bytes need no hook
-DEFAULT_TOLERANCE_BYTES = 512
 SLACK = 2
 
 
@@ -34,8 +33,10 @@ def tail(recording: Recording) -> list[Round]:
 
 
 def check_bounded(
-    recording: Recording, *, tolerance_bytes: float = DEFAULT_TOLERANCE_BYTES
+    recording: Recording, *, tolerance_bytes: float | None = None
 ) -> Violation | None:
+    """``tolerance_bytes`` per tail round; by default the memory oracle's (256 B or 0.05% of
+    what the store retains, measured on correct stores: docs/explanation/memory-oracle.md)."""
     rounds = tail(recording)
     if len(rounds) < 3:
         return None
@@ -55,6 +56,10 @@ def check_bounded(
     measured = [r.retained_bytes for r in rounds if r.retained_bytes is not None]
     growth = 0.0
     if len(measured) == len(rounds):
+        if tolerance_bytes is None:
+            from kubesim.checks.memory import default_tolerance
+
+            tolerance_bytes = default_tolerance(measured[1])
         growth = (measured[-1] - measured[1]) / max(1, len(measured) - 2)
         if growth > tolerance_bytes:
             shown = " -> ".join(f"{b:,}" for b in measured)
@@ -62,6 +67,7 @@ def check_bounded(
                 f"retained bytes grew {growth:,.0f} per round (tolerance {tolerance_bytes:,.0f}) "
                 f"with {live} live objects: {shown}"
             )
+            details.extend(_what_grows(rounds[1], rounds[-1]))
     details.extend(_out_of_proportion(recording))
     if not details:
         return None
@@ -91,3 +97,12 @@ def _out_of_proportion(recording: Recording) -> list[str]:
                 f"{start:,} for {live_then} after setup, so at most {limit:,.0f} was expected"
             )
     return out
+
+
+def _what_grows(first: Round, last: Round) -> list[str]:
+    """The containers that grew over the tail, by path from the store (deepest first)."""
+    from kubesim.checks.retained import growing_containers
+
+    if first.containers is None or last.containers is None:
+        return []
+    return [f"grows: {g}" for g in growing_containers(first.containers, last.containers)]

@@ -41,6 +41,9 @@ class Round:
     view: Mapping[str, Observed] | None  # None when the store has no view() hook
     sizes: Mapping[str, int]
     retained_bytes: int | None = None
+    # The containers near the store's roots, by path (kubesim.checks.retained.Container):
+    # how the bounded oracle names what grows.
+    containers: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubesim.checks.recording import (
@@ -70,8 +70,10 @@ class Setup:
     pods: int = 6
     namespaces: int = 2
     tail_rounds: int = 3
-    # Retained-size measurement per round (bytes the store keeps alive); None: not measured.
-    measure: Callable[[Any], int] | None = field(default=None, compare=False, repr=False)
+    # Measure what the store retains (bytes reachable from it, kubesim.checks.retained) at
+    # every quiescent point. The walk is exact and deterministic, and it costs: off for
+    # campaigns that only look for races, say.
+    memory: bool = True
 
     def __post_init__(self) -> None:
         if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
@@ -244,7 +246,12 @@ class ScenarioRun:
         hooks = self.recording.hooks
         view = normalise_view(store.view()) if "view" in hooks else None
         sizes = dict(store.sizes()) if "sizes" in hooks else {}
-        measure = self.setup.measure
+        retained = None
+        if self.setup.memory and store is not None:
+            from kubesim.checks.retained import measure_retained
+            from kubesim.sim.store import store_roots
+
+            retained = measure_retained(store_roots(store, self.factory))
         round_ = Round(
             index=self._round,
             step=step,
@@ -254,7 +261,8 @@ class ScenarioRun:
             server=self.watched_objects(),
             view=view,
             sizes=sizes,
-            retained_bytes=measure(store) if measure is not None else None,
+            retained_bytes=retained.retained_bytes if retained is not None else None,
+            containers=retained.containers if retained is not None else None,
         )
         self.recording.rounds.append(round_)
         return round_

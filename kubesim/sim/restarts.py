@@ -20,7 +20,6 @@ store object and its module's globals) and what its ``sizes()`` say. The verdict
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +33,7 @@ from kubesim.checks.memory import (
 )
 from kubesim.checks.sizes import SizesRound, SizesViolation, check_sizes_bounded
 from kubesim.sim.simulation import Simulation, StoreCrashed
-from kubesim.sim.store import StoreFactory, check_store_contract, store_sizes
+from kubesim.sim.store import StoreFactory, check_store_contract, store_roots, store_sizes
 from kubesim.workload.pods import make_pod, populate_pods
 
 FAULTS = ("expire", "drop")
@@ -181,16 +180,7 @@ def _churn(
 
 
 def _roots(store: Any, factory: StoreFactory) -> dict[str, object]:
-    """The store, and the globals of its own module(s): what it can keep things in."""
-    roots: dict[str, object] = {"store": store}
-    names = {type(store).__module__, getattr(factory, "__module__", None)}
-    for name in sorted(n for n in names if isinstance(n, str) and n in sys.modules):
-        if name.split(".")[0] in ("kubesim", "builtins"):
-            continue
-        for key, value in vars(sys.modules[name]).items():
-            if not (key.startswith("__") and key.endswith("__")):
-                roots[f"{name}.{key}"] = value
-    return roots
+    return store_roots(store, factory)
 
 
 def run_watch_restarts(

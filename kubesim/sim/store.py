@@ -143,3 +143,20 @@ def store_sizes(store: object, *, factory: str = "the factory") -> dict[str, int
             "structure name (str) to number of entries (int)"
         )
     return dict(reported)
+
+
+def store_roots(store: object, factory: object = None) -> dict[str, object]:
+    """What a store can keep things in: the store, and the globals of its own module(s).
+
+    The roots :func:`kubesim.checks.retained.measure_retained` walks to measure what the store
+    retains (module-level caches count; other modules' globals do not).
+    """
+    roots: dict[str, object] = {"store": store}
+    names = {type(store).__module__, getattr(factory, "__module__", None)}
+    for name in sorted(n for n in names if isinstance(n, str) and n in sys.modules):
+        if name.split(".")[0] in ("kubesim", "builtins"):
+            continue
+        for key, value in vars(sys.modules[name]).items():
+            if not (key.startswith("__") and key.endswith("__")):
+                roots[f"{name}.{key}"] = value
+    return roots

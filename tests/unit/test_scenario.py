@@ -269,3 +269,16 @@ def test_usage_errors_exit_2_with_a_message(arguments: list[str], message: str) 
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+class _SilentLeak(stores.AppendingWatcher):
+    sizes = None  # says nothing about itself: only the retained bytes can show the leak
+
+
+def test_a_leak_the_store_does_not_report_is_found_in_its_retained_bytes_and_named() -> None:
+    result = run_scenario(_SilentLeak, [], seed=1)
+    found = violated(result)
+    assert "retained bytes grew" in found["bounded"]
+    assert "grows: store.endpoints (list): 18 -> 30 items" in found["bounded"]
+    rounds = [r for r in result.recording.rounds if r.phase == "tail"]
+    assert all(r.retained_bytes is not None for r in rounds)
