@@ -74,6 +74,9 @@ class Recording:
     # Race violations found while the run went on (isolation is checked at every quiescent
     # point; a read is compared with what the server emitted the moment it returns).
     race_violations: list[Any] = field(default_factory=list)
+    # After the store's stop() hook ran (if it has one): its threads that still run.
+    stopped: bool = False
+    still_running: list[str] = field(default_factory=list)
 
 
 def object_key(key: Any) -> str:

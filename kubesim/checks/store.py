@@ -74,6 +74,17 @@ def _isolation(recording: Recording) -> Violation | None:
     )
 
 
+def _clean_stop(recording: Recording) -> Violation | None:
+    if not recording.stopped or not recording.still_running:
+        return None
+    return Violation(
+        "clean-stop",
+        f"{len(recording.still_running)} of the store's thread(s) still run after its stop() "
+        "returned: a stop must end every thread the store started",
+        tuple(recording.still_running[:10]),
+    )
+
+
 ORACLES: tuple[Oracle, ...] = (
     Oracle("failure", _failure, (), "no thread raised, deadlocked, spun or blocked outside"),
     Oracle("bounded", bounded.check_bounded, (), "structures and retained bytes stay flat"),
@@ -83,6 +94,7 @@ ORACLES: tuple[Oracle, ...] = (
     Oracle("progress", progress.check_progress, progress.NEEDS, "no hot request loop"),
     Oracle("snapshot-reads", _snapshot_reads, ("read",), "each read is one server state"),
     Oracle("isolation", _isolation, ("read",), "handed-out objects never change while shared"),
+    Oracle("clean-stop", _clean_stop, ("stop",), "stop() leaves no store thread running"),
 )
 
 

@@ -51,6 +51,8 @@ class StoreStoppedWatching(RuntimeError):
 # A correct store makes a handful per fault (a relist is a few pages); a loop that re-requests
 # without ever waiting would otherwise never give control back, and the run would hang.
 HOT_LOOP_REQUESTS = 1_000
+# Virtual seconds a store's threads may take to end after its stop() hook is called.
+STOP_GRACE = 30.0
 
 
 class HotRequestLoop(BaseException):
@@ -318,6 +320,25 @@ class ScenarioRun:
                 "kubesim stops it (a list-once store is not watching)"
             )
 
+    def stop_store(self) -> None:
+        """With a ``stop()`` hook: call it (from a thread of its own, as a shutdown handler
+        would), let everything run, and record the store's threads that are still running."""
+        if "stop" not in self.recording.hooks or self.store is None:
+            return
+        store = self.store
+        known = {id(t) for t in self.sim.scheduler.threads}
+        self.sim.spawn(store.stop, name="kubesim-stop")
+        # Not self.settle(): run() returning is what stop() is for. "Promptly" is in virtual
+        # time: a backoff sleep or a join with a timeout may end within STOP_GRACE seconds.
+        self.sim.settle()
+        self.sim.advance(STOP_GRACE)
+        self.recording.still_running = [
+            f"{t.name!r} waits for {t.waiting_on.describe() if t.waiting_on else 'nothing'}"
+            for t in self.sim.scheduler.threads
+            if id(t) in known and t.state.value != "finished" and not t.name.startswith("reader-")
+        ]
+        self.recording.stopped = True
+
     def quiesce(self) -> None:
         server = self.server
         server.resume_watch_cache()
@@ -459,6 +480,7 @@ def run_scenario(
         run.observe("setup", "setup")
         run.apply(steps)
         run.quiesce()
+        run.stop_store()
     except (
         StoreCrashed,
         StoreBlockedOutsideSimulation,

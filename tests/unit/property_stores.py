@@ -276,3 +276,48 @@ class TwoLocks:
             with self.b:
                 pass
         self.inner.run()
+
+
+class Stoppable(Reflector):
+    """A reflector with a worker thread and a stop(); ``leaves_worker`` forgets the worker."""
+
+    def __init__(self, api_client: client.ApiClient, *, leaves_worker: bool) -> None:
+        import threading
+
+        super().__init__(api_client)
+        self.leaves_worker = leaves_worker
+        self.stopping = threading.Event()
+        self.worker_stop = threading.Event()
+        self._watch_handle: Any = None
+
+    def run(self) -> None:
+        import threading
+
+        from kubernetes import watch
+
+        threading.Thread(target=self.worker_stop.wait, name="worker").start()
+        while not self.stopping.is_set():
+            self._watch_handle = watch.Watch()
+            try:
+                for event in self._watch_handle.stream(
+                    self.core.list_pod_for_all_namespaces, timeout_seconds=60
+                ):
+                    obj = event["raw_object"]
+                    self.cache[_key(obj)] = obj
+            except (client.ApiException, ProtocolError):
+                time.sleep(1)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self._watch_handle is not None:
+            self._watch_handle.stop()
+        if not self.leaves_worker:
+            self.worker_stop.set()
+
+
+def stops_cleanly(api_client: client.ApiClient) -> Stoppable:
+    return Stoppable(api_client, leaves_worker=False)
+
+
+def leaves_a_worker(api_client: client.ApiClient) -> Stoppable:
+    return Stoppable(api_client, leaves_worker=True)

@@ -101,3 +101,14 @@ def test_two_locks_taken_in_opposite_orders_are_a_deadlock() -> None:
     found = violated(result)
     assert list(found) == ["deadlock"], found
     assert "every controlled thread waits" in found["deadlock"]
+
+
+def test_stop_must_end_every_thread_the_store_started() -> None:
+    clean = run_scenario(stores.stops_cleanly, [CreatePods(1)], seed=1)
+    assert "clean-stop" in judge(clean.recording).ran
+    assert violated(clean) == {}
+    leaky = run_scenario(stores.leaves_a_worker, [CreatePods(1)], seed=1)
+    found = violated(leaky)
+    assert list(found) == ["clean-stop"], found
+    assert "1 of the store's thread(s) still run after its stop() returned" in found["clean-stop"]
+    assert "'worker' waits for" in found["clean-stop"]
