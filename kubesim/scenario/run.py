@@ -109,17 +109,24 @@ class ScenarioRun:
         self.store: Any = None
         self.recording = Recording(hooks=frozenset())
         self._round = 0
-        self._requests_at_round = 0
+        self._instant = -1.0
+        self._requests_at_instant = 0
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         self._store_started_rv = 0
         self.server.request_listeners.append(self._count_request)
 
     def _count_request(self, method: str, path: str) -> None:
-        made = self.server.request_count - self._requests_at_round
+        # Requests at one instant of virtual time: a store that waits (a sleep, a watch that
+        # stays open) lets time move and starts a new count.
+        now = self.server.clock.now()
+        if now != self._instant:
+            self._instant = now
+            self._requests_at_instant = self.server.request_count - 1
+        made = self.server.request_count - self._requests_at_instant
         if made > HOT_LOOP_REQUESTS:
             raise HotRequestLoop(
-                f"the store made {made:,} API requests since the last quiescent point without "
+                f"the store made {made:,} API requests at virtual time {now:g} s without "
                 f"waiting for anything (last: {method} {path}): a hot request loop (no backoff "
                 "after an error, or a re-watch that ends at once)"
             )
@@ -242,10 +249,14 @@ class ScenarioRun:
             self.server.create("pods", _pod(namespace, name), namespace=namespace)
 
     def observe(self, step: str, phase: str) -> Round:
-        self._requests_at_round = self.server.request_count
+        self._requests_at_instant = self.server.request_count
         self._verify_isolation()
         store = self.store
         hooks = self.recording.hooks
+        if "effects" in hooks and store is not None:
+            # The contract: effects() hands over (and forgets) what was done since last time,
+            # so the store's own record of them never grows.
+            self.recording.effects.extend(store.effects())
         view = normalise_view(store.view()) if "view" in hooks else None
         sizes = dict(store.sizes()) if "sizes" in hooks else {}
         retained = None

@@ -238,19 +238,28 @@ class DropWatches(Step):
 
 @dataclass(frozen=True)
 class DeleteWhileDisconnected(Step):
-    """F3: the store's watches end, then pods are deleted before it can watch again."""
+    """F3: the store's watches end, then pods are deleted before it can watch again.
+
+    ``compacted`` (F5): the disconnect outlasts the history too, so the store's re-watch gets
+    410 and only a relist, which differs from what it holds, can tell it what went away.
+    """
 
     count: int = 1
     index: int = 0
+    compacted: bool = False
     kind: ClassVar[str] = "delete-in-gap"
 
     def apply(self, world: World) -> str:
         world.server.drop_watches()
         deleted = DeletePods(self.count, self.index).apply(world)
+        if self.compacted:
+            world.server.compact()
+            return f"{deleted} while disconnected, history compacted"
         return f"{deleted} while disconnected"
 
     def __str__(self) -> str:
-        return f"delete {_count(self.count, 'pod')} while disconnected"
+        gap = "while disconnected, history compacted" if self.compacted else "while disconnected"
+        return f"delete {_count(self.count, 'pod')} {gap}"
 
 
 @dataclass(frozen=True)
@@ -425,7 +434,9 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("ip-reuse", ReusePodIP, "F10", "a new pod reuses a live pod's IP"),
     StepKind("expire", ExpireWatches, "F1 F2 F4", "watches end cleanly, or with a 410 event"),
     StepKind("drop", DropWatches, "F1", "watch connections cut abruptly"),
-    StepKind("delete-in-gap", DeleteWhileDisconnected, "F3", "deletes while disconnected"),
+    StepKind(
+        "delete-in-gap", DeleteWhileDisconnected, "F3 F5", "deletes while disconnected (relist)"
+    ),
     StepKind("compact", CompactHistory, "F4 F5 F9", "history compacted: 410 on old RVs"),
     StepKind("stall", StallWatchCache, "F6 F7", "watch cache stalls: stale lists, RV too large"),
     StepKind("resume", ResumeWatchCache, "F6 F7", "stalled watch cache catches up"),

@@ -59,7 +59,9 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
     "ip-reuse": st.builds(ReusePodIP, index=_INDEXES),
     "expire": st.builds(ExpireWatches, with_error=st.booleans()),
     "drop": st.just(DropWatches()),
-    "delete-in-gap": st.builds(DeleteWhileDisconnected, count=_COUNTS, index=_INDEXES),
+    "delete-in-gap": st.builds(
+        DeleteWhileDisconnected, count=_COUNTS, index=_INDEXES, compacted=st.booleans()
+    ),
     "compact": st.just(CompactHistory()),
     "stall": st.just(StallWatchCache()),
     "resume": st.just(ResumeWatchCache()),
