@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -67,7 +68,11 @@ class ClusterCache:
     # -- the reflector ---------------------------------------------------------------------
     def run(self) -> None:
         while True:
-            self._relist()
+            try:
+                self._relist()
+            except client.ApiException:
+                time.sleep(1)  # the list was refused: back off, list again
+                continue
             while self._watch():
                 pass  # clean close: watch again from the last RV
 
@@ -106,6 +111,11 @@ class ClusterCache:
                         self._pods[uid] = self._store_form(obj)  # a fresh object per event
         except HTTPError:
             return True
+        except client.ApiException:
+            # A refused watch (a 504 "Too large resource version" from a lagging cache, a 5xx):
+            # client-go's reflector backs off, then lists again.
+            time.sleep(1)
+            return False
         return True
 
     def _store_form(self, pod: dict[str, Any]) -> Any:
@@ -135,7 +145,45 @@ class ClusterCache:
             return list(self._pods.values())
 
     def sizes(self) -> dict[str, int]:
-        return {"pods": len(self._pods), "relists": self.relists}
+        return {"pods": len(self._pods)}
+
+    # -- the hooks kubesim's property layer uses ---------------------------------------------
+    def view(self) -> dict[str, Any]:
+        """The cache, keyed namespace/name (what the oracles compare with the server)."""
+        with self._lock:
+            pods = list(self._pods.values())
+        return {f"{_namespace_of(p)}/{_name_of(p)}": p for p in pods}
+
+    def read(self) -> list[Any]:
+        """One consumer pass: the cost model reads every pod and merges its namespace's labels
+        into the pod's labels (costmodel.go ~396), then hands back what it read."""
+        pods = self.get_all_pods()
+        _merge_namespace_labels(pods, CLUSTER_NAMESPACE_LABELS)
+        return pods
+
+
+# The namespace labels of the clusters kubesim's scenarios build (namespaces team-0, team-1).
+CLUSTER_NAMESPACE_LABELS = {
+    "team-0": {"team": "payments", "cost-center": "cc-100"},
+    "team-1": {"team": "search", "cost-center": "cc-200"},
+}
+
+
+def _name_of(pod: Any) -> str:
+    return pod.name if isinstance(pod, PodInfo) else pod["metadata"].get("name", "")
+
+
+def _merge_namespace_labels(pods: list[Any], namespace_labels: dict[str, dict[str, str]]) -> int:
+    added = 0
+    for pod in pods:
+        labels = _labels_of(pod)
+        if isinstance(labels, MappingProxyType):
+            labels = dict(labels)  # an immutable cache forces a private copy
+        for key, value in namespace_labels.get(_namespace_of(pod), {}).items():
+            if key not in labels:
+                labels[key] = value  # shared design: this writes into the cached pod's map
+                added += 1
+    return added
 
 
 def _labels_of(pod: Any) -> Any:
@@ -150,16 +198,7 @@ def _namespace_of(pod: Any) -> str:
 
 def compute_pod_labels(cache: ClusterCache, namespace_labels: dict[str, dict[str, str]]) -> int:
     """The cost model's label merge (costmodel.go ~396). Returns how many labels it added."""
-    added = 0
-    for pod in cache.get_all_pods():
-        labels = _labels_of(pod)
-        if isinstance(labels, MappingProxyType):
-            labels = dict(labels)  # an immutable cache forces a private copy
-        for key, value in namespace_labels.get(_namespace_of(pod), {}).items():
-            if key not in labels:
-                labels[key] = value  # shared design: this writes into the cached pod's map
-                added += 1
-    return added
+    return _merge_namespace_labels(cache.get_all_pods(), namespace_labels)
 
 
 def sanitize_labels(labels: Any) -> dict[str, str]:

@@ -35,15 +35,19 @@ FAMILIES = {
     "kopf_resume": Family(
         "kopf_resume", "relist_on_reconnect", "watch_from_last_rv", "effects-once"
     ),
+    # The seed's race through the property layer: the cost model (read()) writes namespace
+    # labels into the cached pods. The deep-copy and immutable designs are both fixes.
+    "opencost": Family("opencost", "shared", "deepcopy", "isolation"),
+    "opencost-immutable": Family("opencost", "shared", "immutable", "isolation"),
 }
 # KubeArmor's fix (PR #1553) stops the leak but keeps the upstream code's other defects (a
 # MODIFIED never refreshes the endpoints; deletes missed while disconnected stay): kubesim finds
 # those too, so its "fixed" factory is not expected to pass. tests/quality/test_kubearmor.py
 # holds what it must pass (bounded memory across restarts).
-FIXED = ["cilium", "kopf_resume"]
+FIXED = ["cilium", "kopf_resume", "opencost", "opencost-immutable"]
 
 
-@pytest.mark.parametrize("name", list(FAMILIES))
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n != "opencost-immutable"])
 def test_the_buggy_model_is_found_shrunk_and_replayed(name: str) -> None:
     family = FAMILIES[name]
     spec = family.spec(family.buggy)
