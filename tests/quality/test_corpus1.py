@@ -35,6 +35,7 @@ FAMILIES = {
     "kopf_resume": Family(
         "kopf_resume", "relist_on_reconnect", "watch_from_last_rv", "effects-once"
     ),
+    "stale_relist": Family("stale_relist", "relist_any_version", "relist_not_older", "monotone"),
     # The seed's race through the property layer: the cost model (read()) writes namespace
     # labels into the cached pods. The deep-copy and immutable designs are both fixes.
     "opencost": Family("opencost", "shared", "deepcopy", "isolation"),
@@ -44,7 +45,7 @@ FAMILIES = {
 # MODIFIED never refreshes the endpoints; deletes missed while disconnected stay): kubesim finds
 # those too, so its "fixed" factory is not expected to pass. tests/quality/test_kubearmor.py
 # holds what it must pass (bounded memory across restarts).
-FIXED = ["cilium", "kopf_resume", "opencost", "opencost-immutable"]
+FIXED = ["cilium", "kopf_resume", "stale_relist", "opencost", "opencost-immutable"]
 
 
 @pytest.mark.parametrize("name", [n for n in FAMILIES if n != "opencost-immutable"])
