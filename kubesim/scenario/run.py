@@ -314,7 +314,13 @@ class ScenarioRun:
     def apply(self, steps: Sequence[Step]) -> None:
         for step in steps:
             self._round += 1
-            line = step.apply(self)
+            try:
+                line = step.apply(self)
+            except BaseException:
+                # The store failed while the step ran (a crash-restart settles inside it): the
+                # report still lists the step.
+                self.lines.append(f"{step} (the run failed during this step)")
+                raise
             self.lines.append(line)
             self._release_readers()
             self.settle()
