@@ -184,14 +184,12 @@ def test_blocking_stdlib_primitives_run_in_virtual_time_without_hanging() -> Non
         with cond:
             assert not cond.wait(timeout=10)
         assert fired.wait(7200)
-        assert time.monotonic() - 1000 >= 3600
+        assert time.monotonic() - 1000 >= 3600  # virtual time
 
-    started = time.perf_counter()
     result = Scheduler(strategy=RandomWalk(0.1), seed=3).run(scenario)
     assert result.ok, result.failure
     assert got == [0, 1, 2, 3, 4]
-    assert result.virtual_time >= 3600
-    assert time.perf_counter() - started < 30  # an hour of virtual time, not of wall time
+    assert result.virtual_time >= 3600  # an hour of virtual time (bench/ measures the wall time)
 
 
 def test_a_deadlock_is_reported_with_each_thread_and_what_it_waits_for() -> None:

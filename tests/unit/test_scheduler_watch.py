@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 import threading
 import time
 from typing import Any
@@ -69,7 +69,6 @@ def test_an_hour_of_watch_traffic_with_expiries_runs_in_virtual_time() -> None:
         seen["watches"] = reflector.watches
         seen["now"] = server.clock.now()
 
-    started = time.perf_counter()
     result = run_schedule(scenario, seed=1, strategy=RandomWalk(0.05))
     assert result.ok, result.failure
     assert seen["pods"] == ["a", "p0", "p1", "p2", "p3", "p4", "p5"]
@@ -77,30 +76,28 @@ def test_an_hour_of_watch_traffic_with_expiries_runs_in_virtual_time() -> None:
     assert isinstance(seen["watches"], int)
     assert seen["watches"] >= 3
     assert seen["now"] == 9000
-    assert time.perf_counter() - started < 30
 
 
 def test_uncontrolled_nondeterminism_is_reported_as_a_harness_problem() -> None:
+    runs = itertools.count()
+
     def scenario() -> None:
         box = {"n": 0}
 
         def bump() -> None:
             box["n"] += 1
 
-        # os.urandom is outside the choice source: the run differs every time.
-        threads = [threading.Thread(target=bump) for _ in range(1 + os.urandom(1)[0] % 3)]
+        # A count kept outside the run decides how many threads start: the run and its replay
+        # differ, as with anything the choice source does not control (os.urandom, a clock).
+        threads = [threading.Thread(target=bump) for _ in range(1 + next(runs) % 2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         raise AssertionError("always fails, so explore replays it")
 
-    def explore_until_caught() -> None:
-        for _ in range(20):  # a replay draws the same thread count 1 time in 3
-            explore(scenario, schedules=1, seed=0)
-
     with pytest.raises(NondeterminismDetected, match="on replay") as caught:
-        explore_until_caught()
+        explore(scenario, schedules=1, seed=0)
     assert "something the scheduler does not control" in str(caught.value)
 
 
