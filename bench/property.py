@@ -5,6 +5,9 @@
 2. The cost of each oracle, per recording, over recordings of drawn scenarios, beside the cost
    of the run that made them.
 3. Time to the first failure, and to the shrunk one, for every buggy model of the corpus.
+4. The same, for a few of them, with a plain Hypothesis stateful test written without
+   kubesim's scheduler and property layer: the store's run() in a plain thread against a live
+   APIServer, real sleeps to let it catch up, and the same properties as invariants.
 
 Wall times are noisy on shared machines: compare the rows of one run with each other.
 """
@@ -110,6 +113,118 @@ def time_to_failure(spec: str, seeds: int) -> tuple[list[int], list[float], list
     return found_at, first, total
 
 
+PLAIN = [
+    ("models.kubearmor:before_pr1553", "bounded"),
+    ("models.cilium:drops_tombstones", "converge"),
+    ("models.kopf_resume:relist_on_reconnect", "effects-once"),
+]
+CATCH_UP = 0.05  # real seconds a plain test sleeps for the store's thread to catch up
+
+
+def plain_time_to_failure(spec: str, examples: int) -> tuple[str, int, float]:
+    """A RuleBasedStateMachine as a user would write it without kubesim's property layer."""
+    import threading
+
+    from hypothesis import HealthCheck, settings
+    from hypothesis import strategies as st
+    from hypothesis.errors import Flaky
+    from hypothesis.stateful import (
+        RuleBasedStateMachine,
+        invariant,
+        rule,
+        run_state_machine_as_test,
+    )
+
+    import kubesim
+    from kubesim.workload import make_pod
+
+    factory = load_factory(spec)
+    counter = {"examples": 0, "names": 0}
+
+    class Plain(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            counter["examples"] += 1
+            self.server = kubesim.APIServer(seed=0)  # live: real threads, real time
+            for n in range(2):
+                self.server.create("namespaces", {"metadata": {"name": f"team-{n}"}})
+            for _ in range(6):
+                self._create()
+            self.store = factory(kubesim.kubernetes_client(self.server))
+            self.effects: list[object] = []
+            threading.Thread(target=self.store.run, daemon=True).start()
+            time.sleep(CATCH_UP)
+
+        def _create(self) -> None:
+            n = counter["names"] = counter["names"] + 1
+            namespace = f"team-{n % 2}"
+            self.server.create("pods", make_pod(f"web-{n:03d}", namespace), namespace=namespace)
+
+        def _live(self) -> list[tuple[str, str]]:
+            return [
+                (p["metadata"]["namespace"], p["metadata"]["name"])
+                for p in self.server.list("pods")
+            ]
+
+        @rule()
+        def expire(self) -> None:
+            self.server.expire_watches()
+            time.sleep(CATCH_UP)
+
+        @rule()
+        def create(self) -> None:
+            self._create()
+            time.sleep(CATCH_UP)
+
+        @rule(index=st.integers(0, 10))
+        def delete_while_disconnected(self, index: int) -> None:
+            live = self._live()
+            self.server.drop_watches()
+            namespace, name = live[index % len(live)]
+            self.server.delete("pods", name, namespace=namespace)
+            self.server.compact()
+            time.sleep(CATCH_UP)
+
+        @invariant()
+        def bounded(self) -> None:
+            sizes = getattr(self.store, "sizes", None)
+            live = len(self._live())
+            for name, value in (sizes() if callable(sizes) else {}).items():
+                assert value <= 2 * live + 2, f"sizes()[{name!r}] = {value} for {live} pods"
+
+        @invariant()
+        def converged(self) -> None:
+            view = getattr(self.store, "view", None)
+            if callable(view):
+                live = {f"{ns}/{name}" for ns, name in self._live()}
+                assert set(view()) <= live, f"phantoms: {sorted(set(view()) - live)}"
+
+        @invariant()
+        def effects_once(self) -> None:
+            effects = getattr(self.store, "effects", None)
+            if callable(effects):
+                self.effects.extend(effects())
+                assert len(self.effects) == len(set(self.effects)), "a duplicate effect"
+
+    started = time.perf_counter()
+    outcome = "not found"
+    try:
+        run_state_machine_as_test(
+            Plain,
+            settings=settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except Flaky:
+        outcome = "flaky"
+    except AssertionError:
+        outcome = "found"
+    return outcome, counter["examples"], time.perf_counter() - started
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
@@ -141,6 +256,12 @@ def main() -> int:
             f"{spec:<48} {f'{len(found_at)}/{seeds}':>6} {median(found_at):>7.0f} "
             f"{median(first):>8.1f} {median(total):>9.1f}"
         )
+
+    print("\n4. A plain Hypothesis stateful test (no kubesim scheduler), 200 examples at most")
+    print(f"{'model':<48} {'outcome':>9} {'examples':>9} {'seconds':>8}")
+    for spec, _ in PLAIN[: 1 if args.quick else None]:
+        outcome, examples, seconds = plain_time_to_failure(spec, 20 if args.quick else 200)
+        print(f"{spec:<48} {outcome:>9} {examples:>9} {seconds:>8.1f}")
     return 0
 
 
