@@ -85,9 +85,8 @@ class NamespaceReflector:
                 )
                 self.store.replace(listed["items"])
                 self.resource_version = listed["metadata"]["resourceVersion"]
-                while self._watch():
+                while self._watch():  # it ended or was cut: watch again from the last RV
                     backoff = 1.0  # a watch was open: the trouble is over
-                    pass  # the watch ended or was cut: watch again from the last RV
             except client.ApiException:
                 time.sleep(backoff)  # refused: back off, then list again
                 backoff = min(backoff * 2, MAX_BACKOFF)
