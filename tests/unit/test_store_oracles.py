@@ -94,7 +94,8 @@ def test_converge_is_judged_at_the_quiesce_round_and_every_tail_round_not_only_t
     assert check_converged(recording) is None
     recording.rounds[3] = round_(3, server=server, view={"ns/a": A}, phase="tail")
     found = check_converged(recording)
-    assert found is not None and found.details[0] == "at round 3: step 3"
+    assert found is not None
+    assert found.details[0] == "at round 3: step 3"
 
 
 def test_monotone_catches_a_version_going_back_and_a_resurrection() -> None:
