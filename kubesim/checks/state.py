@@ -3,7 +3,8 @@
 - :func:`check_converged` (P-converge): after the run quiesced and the store re-synced (the
   runner ends every scenario with faults cleared and one forced relist), the view holds exactly
   the objects the server has, at their current versions: no phantom (an object the server no
-  longer has: a missed delete), no missing object, no stale version.
+  longer has: a missed delete), no missing object, no stale version. It holds there and at
+  every tail round after it.
 - :func:`check_monotone` (P-monotone): across quiescent points, the version the view holds for
   an object never goes back, and an object the view already let go of after the server deleted
   it never comes back (resurrection; what a relist served by a lagging cache causes).
@@ -65,18 +66,32 @@ def compare(view: Mapping[str, Observed], server: Mapping[str, Observed]) -> lis
 
 
 def check_converged(recording: Recording) -> Violation | None:
-    final = recording.rounds[-1] if recording.rounds else None
-    if final is None or final.view is None:
+    """Judge the quiesce round (faults cleared, one forced relist done) and every round after
+    it, and the last round in any case: each is a quiescent point where a correct store holds
+    what the server has. Judging only the end would miss a relist that loses objects the tail
+    rounds then happen to rewrite (every tail round touches every live object).
+    """
+    if not recording.rounds:
         return None
-    differences = compare(final.view, final.server)
-    if not differences:
-        return None
-    return Violation(
-        "converge",
-        f"after quiescence and a relist the store's view differs from the server "
-        f"({len(final.view)} held, {len(final.server)} on the server)",
-        tuple(differences),
-    )
+    judged = [r for r in recording.rounds if r.phase in ("quiesce", "tail")]
+    if recording.rounds[-1] not in judged:
+        judged.append(recording.rounds[-1])
+    for round_ in judged:
+        if round_.view is None:
+            continue
+        differences = compare(round_.view, round_.server)
+        if not differences:
+            continue
+        where = (
+            () if round_ is recording.rounds[-1] else (f"at round {round_.index}: {round_.step}",)
+        )
+        return Violation(
+            "converge",
+            f"after quiescence and a relist the store's view differs from the server "
+            f"({len(round_.view)} held, {len(round_.server)} on the server)",
+            (*where, *differences),
+        )
+    return None
 
 
 def check_monotone(recording: Recording) -> Violation | None:

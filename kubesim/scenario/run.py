@@ -114,6 +114,8 @@ class ScenarioRun:
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         self._store_started_rv = 0
+        # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
+        self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
         self.server.request_listeners.append(self._count_request)
 
     def _count_request(self, method: str, path: str) -> None:
@@ -295,17 +297,32 @@ class ScenarioRun:
         return round_
 
     def watched_objects(self) -> dict[str, Observed]:
-        """What the server holds within the scope of the store's open watches (pods if none)."""
+        """What the server holds within the scope of the watches the store has opened in this
+        run (pods if none yet).
+
+        Every scope seen open at a quiescent point is remembered, not only the watches open
+        now: a store with several watches (one reflector per namespace) may have one of them
+        closed at a given moment (backing off after an error, or not yet re-listed after a
+        restart), and the objects of that scope are no less the store's to hold.
+        """
         server = self.server
-        watchers = [w for w in server._watchers.values() if w.ended is None]
         out: dict[str, Observed] = {}
         with server.lock:
-            if not watchers:
+            for watcher in server._watchers.values():
+                if watcher.ended is None:
+                    scope = (
+                        watcher.resource.plural,
+                        watcher.namespace,
+                        str(watcher.label_selector),
+                        str(watcher.field_selector),
+                    )
+                    self._scopes[scope] = watcher
+            if not self._scopes:
                 pods = server.resource("pods")
                 for key, stored in server.storage.items(pods):
                     out[object_key(key)] = observe(stored.obj)
                 return out
-            for watcher in watchers:
+            for watcher in self._scopes.values():
                 for key, stored in server.storage.items(watcher.resource):
                     if watcher.matches(stored):
                         out[object_key(key)] = observe(stored.obj)

@@ -195,6 +195,14 @@ class KubeArmorDaemon:
             for container in pod["container_names"]
         ]
 
+    def view(self) -> dict[str, dict[str, Any]]:
+        """The daemon's belief about pods: ``K8sPods``, keyed ``namespace/name``.
+
+        The records are slim (no uid, no resourceVersion), so kubesim compares them by key.
+        """
+        with self.k8s_pods_lock:
+            return {f"{pod['namespace']}/{pod['name']}": pod for pod in self.k8s_pods}
+
     def sizes(self) -> dict[str, int]:
         return {"pods": len(self.k8s_pods), "endpoints": len(self.endpoints)}
 

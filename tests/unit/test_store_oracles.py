@@ -75,6 +75,29 @@ def test_converge_names_phantoms_missing_and_stale_versions() -> None:
     assert check_converged(recording) is None
 
 
+def test_converge_is_judged_at_the_quiesce_round_and_every_tail_round_not_only_the_last() -> None:
+    # A relist that loses objects, which the tail rounds then rewrite into the view again.
+    recording = Recording(hooks=frozenset({"view"}))
+    server = {"ns/a": A, "ns/b": B}
+    recording.rounds += [
+        round_(0, server=server, view=server, phase="setup"),
+        round_(1, server={"ns/a": A}, view={}, phase="step"),  # mid-scenario: not judged
+        round_(2, server=server, view={"ns/b": B}, phase="quiesce"),
+        round_(3, server=server, view=server, phase="tail"),
+        round_(4, server=server, view=server, phase="tail"),
+    ]
+    found = check_converged(recording)
+    assert found is not None
+    assert "(1 held, 2 on the server)" in str(found)
+    assert found.details[:2] == ("at round 2: step 2", "1 object(s) the view lacks: ns/a")
+    recording.rounds[2] = round_(2, server=server, view=server, phase="quiesce")
+    assert check_converged(recording) is None
+    recording.rounds[3] = round_(3, server=server, view={"ns/a": A}, phase="tail")
+    found = check_converged(recording)
+    assert found is not None
+    assert found.details[0] == "at round 3: step 3"
+
+
 def test_monotone_catches_a_version_going_back_and_a_resurrection() -> None:
     recording = Recording(hooks=frozenset({"view"}))
     rounds = [
