@@ -262,15 +262,14 @@ class ServerVersions:
             storage = server.storage
             self.attached_rv = storage.rv
             self.events.extend(storage.history)
-            self._base: dict[str, dict[Key, Identity]] = {}
+            self._base: dict[str, dict[Key, Any]] = {}  # plural -> key -> stored object
             for event in storage.history:
                 self._remember(event.new.obj)
             for resource in server.resources:
                 state = self._base.setdefault(resource.plural, {})
                 for key, stored in storage.items(resource):
                     self._remember(stored.obj)
-                    meta = stored.obj["metadata"]
-                    state[key] = (meta["uid"], meta["resourceVersion"])
+                    state[key] = stored
             server.commit_listeners.append(self._on_commit)
 
     def close(self) -> None:
@@ -318,30 +317,45 @@ class ServerVersions:
         return f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
 
     def states(
-        self, resource: str, *, namespace: str | None = None
+        self,
+        resource: str,
+        *,
+        namespace: str | None = None,
+        scope: Callable[[Any], bool] | None = None,
     ) -> Iterator[tuple[int, Key, Identity | None, Identity | None]]:
         """The resource's history as ``(rv, key, before, after)`` transitions, oldest first.
 
         Starts from the state at the oldest RV known (the history's start at attach); use
-        :meth:`state_at_start` for that state.
+        :meth:`state_at_start` for that state. ``scope`` (a predicate on a stored object, such
+        as a watch's ``matches``) narrows the state to what a store watching that scope holds:
+        an object that stops matching (its label changed) leaves it, one that starts matching
+        enters it.
         """
         for event in self.events:
             if event.resource.plural != resource:
                 continue
             if namespace is not None and event.key[0] != namespace:
                 continue
-            before = _identity(event.old.obj) if event.old is not None else None
-            after = None if event.type == DELETED else _identity(event.new.obj)
+            old_in = event.old is not None and (scope is None or scope(event.old))
+            new_in = event.type != DELETED and (scope is None or scope(event.new))
+            if not old_in and not new_in:
+                continue
+            before = _identity(event.old.obj) if old_in and event.old is not None else None
+            after = _identity(event.new.obj) if new_in else None
             yield event.rv, event.key, before, after
 
     def state_at_start(
-        self, resource: str, *, namespace: str | None = None
+        self,
+        resource: str,
+        *,
+        namespace: str | None = None,
+        scope: Callable[[Any], bool] | None = None,
     ) -> tuple[int, dict[Key, Identity]]:
         """``(rv, {key: (uid, rv)})``: the resource before the first of :attr:`events`."""
         state = {
-            k: v
-            for k, v in self._base.get(resource, {}).items()
-            if namespace is None or k[0] == namespace
+            k: _identity(stored.obj)
+            for k, stored in self._base.get(resource, {}).items()
+            if (namespace is None or k[0] == namespace) and (scope is None or scope(stored))
         }
         start = self.attached_rv
         for event in reversed([e for e in self.events if e.rv <= self.attached_rv]):
@@ -350,8 +364,8 @@ class ServerVersions:
                 continue
             if namespace is not None and event.key[0] != namespace:
                 continue
-            if event.old is None:  # undo a create
-                state.pop(event.key, None)
+            if event.old is None or (scope is not None and not scope(event.old)):
+                state.pop(event.key, None)  # undo a create (or an entry into the scope)
             else:
                 state[event.key] = _identity(event.old.obj)
         return start, state
@@ -459,15 +473,18 @@ def check_snapshot_reads(
     *,
     resource: str = "pods",
     namespace: str | None = None,
+    scope: Callable[[Any], bool] | None = None,
 ) -> list[RaceViolation]:
     """Each whole-cache read must be the server's state of ``resource`` at ONE resourceVersion.
 
     The read's (uid, resourceVersion) set is compared with the server's state after every
     commit :class:`ServerVersions` recorded (an incremental count, O(state + commits) per
-    read). On failure the message gives the closest state and how the read differs from it.
+    read). ``namespace`` and ``scope`` (a predicate on a stored object: what the store
+    watches, by namespace, labels and fields) narrow the server's state to what the store is
+    meant to hold. On failure the message gives the closest state and how the read differs.
     """
-    start_rv, start = versions.state_at_start(resource, namespace=namespace)
-    transitions = list(versions.states(resource, namespace=namespace))
+    start_rv, start = versions.state_at_start(resource, namespace=namespace, scope=scope)
+    transitions = list(versions.states(resource, namespace=namespace, scope=scope))
     violations = []
     for index, raw in enumerate(reads):
         read = raw if isinstance(raw, SnapshotRead) else SnapshotRead(raw[0], list(raw[1]))

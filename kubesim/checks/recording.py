@@ -71,6 +71,10 @@ class Recording:
     # SnapshotRead per read() (kubesim.checks.races), and the server's versions to judge them.
     snapshot_reads: list[Any] = field(default_factory=list)
     versions: Any = None
+    # What the store watched (a predicate on a stored pod: the union of its watches' namespace,
+    # label and field selectors), or None for every pod: reads are judged against that part
+    # of the server's state.
+    scope: Any = None
     # Race violations found while the run went on (isolation is checked at every quiescent
     # point; a read is compared with what the server emitted the moment it returns).
     race_violations: list[Any] = field(default_factory=list)

@@ -13,6 +13,9 @@ The walk *stops* (does not count, does not enter) at:
   server and everything it owns, the Simulation, the in-process PoolManager and sessions, the
   clock, the trace). ``kubesim.sched`` primitives are walked: a store uses them in place of
   its own locks and queues, so what it puts in them is its own.
+- an asyncio event loop and its scheduled callbacks (``Handle``, ``TimerHandle``): the
+  machinery an async store runs on, as a thread's stack is for a threaded store (frames are
+  not entered either). What the store's tasks and futures hold is walked.
 - modules, classes, code objects and other modules' globals (a function's closure and
   defaults are walked, its ``__globals__`` is not), and the process-wide ``logging``
   configuration that every client library points at.
@@ -25,6 +28,7 @@ first reached through it.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -48,6 +52,8 @@ NAMED_DEPTH = 4
 
 _STOP_TYPES: tuple[type, ...] = (
     type,
+    asyncio.AbstractEventLoop,
+    asyncio.Handle,
     types.ModuleType,
     types.CodeType,
     types.FrameType,

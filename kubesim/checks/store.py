@@ -50,7 +50,9 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
 
     if recording.versions is None or not recording.snapshot_reads:
         return None
-    found = check_snapshot_reads(recording.snapshot_reads, recording.versions)
+    found = check_snapshot_reads(
+        recording.snapshot_reads, recording.versions, scope=recording.scope
+    )
     if not found:
         return None
     return Violation(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,10 @@ class ScenarioRun:
         setup: Setup,
         simulation: Any,
         spec: str = "the factory",
+        schedule: Sequence[int] = (),
     ) -> None:
+        from kubesim.sched.aio_thread import LoopOrder
+
         self.factory = factory
         self.spec = spec
         self.seed = seed
@@ -107,6 +110,10 @@ class ScenarioRun:
         self._readers = itertools.count(1)
         self.lines: list[str] = []
         self.store: Any = None
+        # An async store's loop (kubesim.sim.async_store), None for a threaded store. The
+        # schedule's points reorder its ready callbacks as they preempt threads.
+        self._async: Any = None
+        self._loop_order = LoopOrder(schedule)
         self.recording = Recording(hooks=frozenset())
         self._round = 0
         self._instant = -1.0
@@ -171,36 +178,62 @@ class ScenarioRun:
 
     # -- running -----------------------------------------------------------------------------
     def _start_store(self) -> None:
+        from kubesim.sim.async_store import AsyncStoreHost, is_async_factory, is_async_store
         from kubesim.sim.store import StoreContractError, check_store_contract
 
         problems: list[StoreContractError] = []
 
-        def store_main() -> None:
-            # The factory runs in the store's own controlled thread: the locks, conditions and
-            # events a store creates in __init__ are then simulated ones, as its threads'.
-            store = self.factory(self.sim.kubernetes_client())
+        def accept(store: Any) -> bool:
             try:
                 check_store_contract(store, factory=self.spec)
             except StoreContractError as problem:
                 problems.append(problem)
-                return
+                return False
             self.store = store
+            return True
+
+        def store_main() -> None:
+            # The factory runs in the store's own controlled thread: the locks, conditions and
+            # events a store creates in __init__ are then simulated ones, as its threads'.
+            if is_async_factory(self.factory):
+                self._async = AsyncStoreHost(self.sim, self._loop_order)
+                self._async.serve_factory(self.factory, accept)
+                return
+            store = self.factory(self.sim.kubernetes_client())
+            if not accept(store):
+                return
+            if is_async_store(store):
+                self._async = AsyncStoreHost(self.sim, self._loop_order)
+                self._async.serve_store(store)
+                return
             workers = getattr(store, "workers", None)
             for number, work in enumerate(workers() if callable(workers) else (), 1):
                 threading.Thread(target=work, name=f"worker-{number}", daemon=True).start()
             store.run()
 
         self.store = None
+        self._async = None
         self._store_started_rv = self.server.resource_version
         self.sim.start(store_main, name="store")
         if problems:
             raise problems[0]  # a contract error is the user's setup, not a finding
 
+    def _call(self, hook: str) -> Any:
+        """Call one of the store's hooks. An async store's ``read()`` and ``stop()`` run on its
+        loop (from the calling controlled thread); its other hooks are called by the driver at
+        quiescent points (see :mod:`kubesim.sim.async_store`)."""
+        function = getattr(self.store, hook)
+        if self._async is None:
+            return function()
+        if hook in ("read", "stop"):
+            return self._async.on_loop(function, name=hook)
+        return self._async.from_driver(function, name=hook)
+
     def _read(self, reader: str, round_: int) -> None:
         from kubesim.checks.races import SnapshotRead, check_reads_match_server
 
         before = self.server.resource_version
-        result = self.store.read()
+        result = self._call("read")
         after = self.server.resource_version
         # Harness work: no scheduling point may interleave it with the store's threads.
         with self.sim.scheduler.atomic():
@@ -237,9 +270,15 @@ class ScenarioRun:
 
     def _held_ids(self) -> set[int] | None:
         """Identities of what the store holds now (its view), or None without a view()."""
-        if "view" not in self.recording.hooks:
+        if "view" not in self.recording.hooks or self._async_hook("view"):
             return None
         return {id(value) for value in self.store.view().values()}
+
+    def _async_hook(self, hook: str) -> bool:
+        """An ``async def`` hook: it cannot be called from a reader thread in passing."""
+        import inspect
+
+        return inspect.iscoroutinefunction(getattr(self.store, hook, None))
 
     def _watch_reads(self) -> None:
         """With a read() hook: record the server's versions and watch what reads hand out."""
@@ -248,7 +287,11 @@ class ScenarioRun:
         if "read" not in self.recording.hooks:
             return
         self.recording.versions = ServerVersions(self.server)
-        store_view = self.store.view if "view" in self.recording.hooks else None
+        store_view = (
+            self.store.view
+            if "view" in self.recording.hooks and not self._async_hook("view")
+            else None
+        )
         self._monitor = IsolationMonitor(
             held_by_store=(lambda: list(store_view().values())) if store_view else None
         )
@@ -272,9 +315,9 @@ class ScenarioRun:
         if "effects" in hooks and store is not None:
             # The contract: effects() hands over (and forgets) what was done since last time,
             # so the store's own record of them never grows.
-            self.recording.effects.extend(store.effects())
-        view = normalise_view(store.view()) if "view" in hooks else None
-        sizes = dict(store.sizes()) if "sizes" in hooks else {}
+            self.recording.effects.extend(self._call("effects"))
+        view = normalise_view(self._call("view")) if "view" in hooks else None
+        sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
         retained = None
         if self.setup.memory and store is not None:
             from kubesim.checks.retained import measure_retained
@@ -328,6 +371,16 @@ class ScenarioRun:
                         out[object_key(key)] = observe(stored.obj)
         return out
 
+    def pod_scope(self) -> Callable[[Any], bool] | None:
+        """What the store watched of pods (see :attr:`Recording.scope`); None for all pods."""
+        watchers = [w for (plural, *_), w in self._scopes.items() if plural == "pods"]
+        if not watchers or any(
+            w.namespace is None and w.label_selector.empty() and w.field_selector.empty()
+            for w in watchers
+        ):
+            return None
+        return lambda stored: any(w.matches(stored) for w in watchers)
+
     def apply(self, steps: Sequence[Step]) -> None:
         for step in steps:
             self._round += 1
@@ -354,6 +407,7 @@ class ScenarioRun:
             go.set()
 
     def _rebase_schedule(self) -> None:
+        self._loop_order.rebase()
         rebase = getattr(self.sim.scheduler.strategy, "rebase", None)
         if rebase is not None:
             rebase(self.sim.scheduler.steps)
@@ -373,9 +427,8 @@ class ScenarioRun:
         would), let everything run, and record the store's threads that are still running."""
         if "stop" not in self.recording.hooks or self.store is None:
             return
-        store = self.store
         known = {id(t) for t in self.sim.scheduler.threads}
-        self.sim.spawn(store.stop, name="kubesim-stop")
+        self.sim.spawn(lambda: self._call("stop"), name="kubesim-stop")
         # Not self.settle(): run() returning is what stop() is for. "Promptly" is in virtual
         # time: a backoff sleep or a join with a timeout may end within STOP_GRACE seconds.
         self.sim.settle()
@@ -524,7 +577,7 @@ def run_scenario(
 
     setup = setup if setup is not None else Setup()
     sim = Simulation(seed=seed, **_schedule_options(schedule, traced))
-    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec)
+    run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec, schedule=schedule)
     recording = run.recording
     patches = contextlib.ExitStack()
     try:
@@ -550,19 +603,27 @@ def run_scenario(
         sim.stop()
         patches.close()
         recording.trace_hash = sim.trace.hexdigest()
+        recording.scope = run.pod_scope()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
 
 
-def _default_clients(server: APIServer) -> contextlib.AbstractContextManager[Any]:
-    """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``) reach the
-    simulation too; without the kubernetes package there is nothing to point."""
-    try:
-        import kubernetes  # noqa: F401
-    except ImportError:
-        return contextlib.nullcontext()
-    from kubesim.transport.kubernetes_client import patch_kubernetes
+@contextlib.contextmanager
+def _default_clients(server: APIServer) -> Iterator[None]:
+    """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``, the same on
+    ``kubernetes_asyncio``) reach the simulation too; a client package that is not installed
+    has nothing to point."""
+    import importlib.util
 
-    return patch_kubernetes(server)
+    with contextlib.ExitStack() as patches:
+        if importlib.util.find_spec("kubernetes") is not None:
+            from kubesim.transport.kubernetes_client import patch_kubernetes
+
+            patches.enter_context(patch_kubernetes(server))
+        if importlib.util.find_spec("kubernetes_asyncio") is not None:
+            from kubesim.transport.kubernetes_asyncio_client import patch_kubernetes_asyncio
+
+            patches.enter_context(patch_kubernetes_asyncio(server))
+        yield
 
 
 def _schedule_options(schedule: Sequence[int], traced: Sequence[Any]) -> dict[str, Any]:

@@ -287,10 +287,8 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
         """
         self._drop_cancelled_timers()
         if not self._ready and not self._stopping:
-            self._autojump()
-        # Clock timers (the fake server's watch deadlines, bookmarks) fire as they fall due,
-        # even when someone else advanced the shared clock; this is a heap peek when none are.
-        self._clock.advance_to(self._clock.now())
+            self._when_idle()
+        self._fire_clock_timers()
         self._promote_due_timers()
 
         ready = self._ready
@@ -365,6 +363,19 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
             handle = heapq.heappop(scheduled)
             handle._scheduled = False  # type: ignore[attr-defined]
             self._ready.append(handle)
+
+    def _when_idle(self) -> None:
+        """Nothing is ready: move time on to the next timer (or report the deadlock).
+
+        The one place a subclass changes how the loop waits (see
+        :class:`kubesim.sched.aio_thread.ControlledThreadLoop`).
+        """
+        self._autojump()
+
+    def _fire_clock_timers(self) -> None:
+        # Clock timers (the fake server's watch deadlines, bookmarks) fire as they fall due,
+        # even when someone else advanced the shared clock; this is a heap peek when none are.
+        self._clock.advance_to(self._clock.now())
 
     def _autojump(self) -> None:
         target = self._scheduled[0].when() if self._scheduled else None

@@ -3,7 +3,9 @@
 Contract (what every command that runs a store relies on):
 
 - A *factory* is a callable ``factory(api_client) -> store``; ``api_client`` is the in-process
-  ``kubernetes.client.ApiClient`` of the simulation.
+  ``kubernetes.client.ApiClient`` of the simulation. An ``async def`` factory is awaited on the
+  store's own event loop and gets an in-process ``kubernetes_asyncio`` client instead; a store
+  whose ``run`` is ``async def`` runs on that loop (:mod:`kubesim.sim.async_store`).
 - ``store.run()`` (required) is the store's main loop: it lists and/or watches, handles
   events, and watches again when a watch ends. It is not expected to return.
 - ``store.sizes()`` (optional) returns ``{structure name: number of entries}`` for the

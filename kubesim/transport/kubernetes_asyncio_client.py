@@ -425,6 +425,10 @@ class FakeSession:
     ) -> FakeResponse:
         if self.closed:
             raise RuntimeError("Session is closed")
+        # A request is in flight for at least one turn of the loop, as over aiohttp (which
+        # suspends to acquire a connection and to read the response): other tasks run
+        # meanwhile, and a consumer can see the store between sending a list and getting it.
+        await asyncio.sleep(0)
         if data is None:
             payload = b""
         elif isinstance(data, bytes):
@@ -489,14 +493,15 @@ class _AiohttpShim:
 @contextlib.contextmanager
 def _sessions_from(server: APIServer) -> Iterator[None]:
     rest = _require_kubernetes_asyncio().client.rest
-    real = rest.aiohttp
-    if isinstance(real, _AiohttpShim):
-        real = real._real
+    previous = rest.aiohttp
+    real = previous._real if isinstance(previous, _AiohttpShim) else previous
     rest.aiohttp = _AiohttpShim(server, real)
     try:
         yield
     finally:
-        rest.aiohttp = real
+        # The previous value, not the real module: blocks nest (a client made for a store
+        # inside patch_kubernetes_asyncio must leave the outer patch in place).
+        rest.aiohttp = previous
 
 
 def kubernetes_asyncio_client(server: APIServer, *, host: str = DEFAULT_HOST) -> Any:
@@ -517,17 +522,82 @@ def kubernetes_asyncio_client(server: APIServer, *, host: str = DEFAULT_HOST) ->
 def patch_kubernetes_asyncio(server: APIServer) -> Iterator[None]:
     """Route every ``kubernetes_asyncio`` ``ApiClient`` created inside the block to ``server``.
 
-    For code that builds its own clients (``ApiClient()`` with no argument). Process-wide and
-    not thread-safe: it swaps the ``aiohttp`` name inside ``kubernetes_asyncio.client.rest``.
+    For code that builds its own clients (``ApiClient()`` with no argument, after
+    ``await config.load_kube_config()`` or ``config.load_incluster_config()``): inside the block
+    the loaders read no file and no environment, they point the default configuration (or the
+    ``client_configuration`` they are given) at ``server``; ``new_client_from_config()`` returns
+    a client of ``server``. Process-wide and not thread-safe: it swaps the ``aiohttp`` name inside
+    ``kubernetes_asyncio.client.rest`` and the loaders in ``kubernetes_asyncio.config``;
+    everything is restored afterwards.
     """
-    with _sessions_from(server):
-        yield
+    import importlib
+
+    kubernetes_asyncio = _require_kubernetes_asyncio()
+    configuration_class = kubernetes_asyncio.client.Configuration
+
+    def point(client_configuration: Any = None) -> None:
+        if client_configuration is None:
+            configuration_class.set_default(configuration_class(host=DEFAULT_HOST))
+        else:
+            client_configuration.host = DEFAULT_HOST
+
+    def load_incluster_config(client_configuration: Any = None, **_: Any) -> None:
+        point(client_configuration)
+
+    async def load_kube_config(*_: Any, client_configuration: Any = None, **__: Any) -> None:
+        point(client_configuration)
+
+    async def new_client_from_config(*_: Any, **__: Any) -> Any:
+        return kubernetes_asyncio_client(server)
+
+    replacements = {
+        "load_incluster_config": load_incluster_config,
+        "load_kube_config": load_kube_config,
+        "load_kube_config_from_dict": load_kube_config,
+        "load_config": load_kube_config,
+        "new_client_from_config": new_client_from_config,
+        "new_client_from_config_dict": new_client_from_config,
+    }
+    modules = [
+        importlib.import_module(name)
+        for name in (
+            "kubernetes_asyncio.config",
+            "kubernetes_asyncio.config.kube_config",
+            "kubernetes_asyncio.config.incluster_config",
+        )
+    ]
+    saved = [
+        (module, name, getattr(module, name))
+        for module in modules
+        for name in replacements
+        if hasattr(module, name)
+    ]
+    previous_configuration = configuration_class.get_default_copy()
+    for module, name, _original in saved:
+        setattr(module, name, replacements[name])
+    try:
+        with _sessions_from(server):
+            yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
+        configuration_class.set_default(previous_configuration)
+
+
+def detach(client: Any) -> None:
+    """Unregister an in-process client from its server without a running loop (the loop it
+    lived on is gone: its store crashed). ``await client.close()`` is the usual way."""
+    session = getattr(getattr(client, "rest_client", None), "pool_manager", None)
+    if isinstance(session, FakeSession):
+        session.closed = True
+        session._wakeups.unregister()
 
 
 __all__ = [
     "FakeResponse",
     "FakeSession",
     "FakeStreamReader",
+    "detach",
     "kubernetes_asyncio_client",
     "patch_kubernetes_asyncio",
 ]
