@@ -70,3 +70,90 @@ def test_the_shared_informer_passes_expiries_drops_and_relists() -> None:
     )
     assert report.ok, str(report.found)
     assert {"converge", "monotone", "snapshot-reads", "clean-stop"} <= report.ran
+
+
+# -- jupyterhub-kubespawner's ResourceReflector (kubernetes_asyncio) --------------------------
+
+
+class KubeSpawnerPods:
+    """kubespawner's pod reflector for one namespace, as KubeSpawner starts it."""
+
+    def __init__(self) -> None:
+        from kubespawner.reflector import NamespacedResourceReflector
+
+        class PodReflector(NamespacedResourceReflector):  # type: ignore[misc]
+            kind = "pods"
+
+        self.reflector = PodReflector(namespace="team-0")
+
+    async def run(self) -> None:
+        await self.reflector.start()
+        await self.reflector.watch_task
+
+    def view(self) -> dict[str, Any]:
+        return dict(self.reflector.resources)
+
+    def read(self) -> dict[str, Any]:
+        return dict(self.reflector.resources)
+
+    async def stop(self) -> None:
+        await self.reflector.stop()
+
+
+async def kubespawner_pods(api_client: Any) -> KubeSpawnerPods:
+    # kubespawner builds its own client from the default configuration, as in a hub pod.
+    from kubespawner.clients import load_config
+
+    load_config()
+    return KubeSpawnerPods()
+
+
+@pytest.fixture
+def kubespawner() -> None:
+    pytest.importorskip("kubespawner.reflector", reason="jupyterhub-kubespawner is not installed")
+
+
+@pytest.mark.usefixtures("kubespawner")
+def test_kubespawner_reflector_dies_when_its_first_list_after_a_restart_fails() -> None:
+    report = check_store(
+        kubespawner_pods,
+        spec="tests/integration/test_real_stores.py:kubespawner_pods",
+        examples=100,
+        seed=0,
+        kinds=["create", "http-error", "crash"],
+        database=":memory:",
+    )
+    found = report.found
+    assert found is not None
+    assert found.properties == ["crash"], str(found)
+    assert "raised ApiException: (500)" in str(found), str(found)
+    lines = found.result.lines
+    assert lines[0].startswith("fail the next"), lines
+    assert "crash and restart the store" in lines[-1], lines
+
+
+@pytest.mark.usefixtures("kubespawner")
+def test_kubespawner_reflector_passes_expiries_relists_stale_caches_and_reads() -> None:
+    report = check_store(
+        kubespawner_pods,
+        examples=40,
+        seed=2,
+        kinds=[
+            "create",
+            "delete",
+            "churn",
+            "labels",
+            "expire",
+            "drop",
+            "compact",
+            "stall",
+            "resume",
+            "delete-in-gap",
+            "bookmark",
+            "read",
+            "crash",
+        ],
+        database=":memory:",
+    )
+    assert report.ok, str(report.found)
+    assert {"converge", "monotone", "snapshot-reads", "isolation", "clean-stop"} <= report.ran
