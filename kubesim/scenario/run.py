@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -489,8 +490,15 @@ def _pod(namespace: str, name: str) -> Any:
 
 
 def _is_wire_object(obj: Any) -> bool:
+    """An object as the server sent it (a dict or a client model), not a store's projection.
+
+    Every object on the wire has ``metadata.name``; a projection that carries only
+    ``metadata.uid`` and ``metadata.resourceVersion`` (the store contract's way to have
+    versions checked) is compared by identity, never by content.
+    """
     if isinstance(obj, Mapping):
-        return isinstance(obj.get("metadata"), Mapping)
+        metadata = obj.get("metadata")
+        return isinstance(metadata, Mapping) and "name" in metadata
     return hasattr(obj, "metadata") and hasattr(obj, "attribute_map")
 
 
@@ -610,8 +618,8 @@ def run_scenario(
 @contextlib.contextmanager
 def _default_clients(server: APIServer) -> Iterator[None]:
     """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``, the same on
-    ``kubernetes_asyncio``) reach the simulation too; a client package that is not installed
-    has nothing to point."""
+    ``kubernetes_asyncio``, a kopf operator's login) reach the simulation too; a client package
+    that is not installed has nothing to point."""
     import importlib.util
 
     with contextlib.ExitStack() as patches:
@@ -623,6 +631,10 @@ def _default_clients(server: APIServer) -> Iterator[None]:
             from kubesim.transport.kubernetes_asyncio_client import patch_kubernetes_asyncio
 
             patches.enter_context(patch_kubernetes_asyncio(server))
+        if "kopf" in sys.modules:  # a kopf operator's store imported it; importing costs ~0.5 s
+            from kubesim.transport.kopf_sessions import patch_kopf
+
+            patches.enter_context(patch_kopf(server))
         yield
 
 

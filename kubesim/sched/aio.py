@@ -100,6 +100,23 @@ _MIN_CANCELLED_TIMER_HANDLES_FRACTION = 0.5
 # Default task names are "Task-<n>" from a process-wide counter, so they differ between two runs
 # in one process; trace labels use the loop's own task numbers and the coroutine name instead.
 _DEFAULT_TASK_NAME = re.compile(r"Task-\d+")
+# A memory address in a repr (``<Scheduler object at 0x7f...>``): different in every process.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def _stable(text: str) -> str:
+    """``text`` with memory addresses blanked: libraries name tasks after ``repr(self)``."""
+    return _ADDRESS.sub("0x?", text)
+
+
+def _callable_name(func: Any) -> str:
+    """A callable's qualified name through ``functools.partial`` layers, never its repr (whose
+    arguments may hold addresses or wall-clock times)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    name = getattr(func, "__qualname__", None)
+    return name if isinstance(name, str) else type(func).__qualname__
+
 
 # Callbacks the teardown of run() may execute to cancel leftover tasks before giving up.
 _TEARDOWN_STEPS = 100_000
@@ -272,7 +289,7 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
             if _DEFAULT_TASK_NAME.fullmatch(name):
                 coro = task.get_coro()
                 name = getattr(coro, "__qualname__", type(coro).__name__)
-        return f"#{self.task_number(task)} {name}".rstrip()
+        return _stable(f"#{self.task_number(task)} {name}".rstrip())
 
     # -- the one iteration -------------------------------------------------------------------
     def _run_once(self) -> None:
@@ -421,10 +438,7 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
         if isinstance(owner, asyncio.Task):
             # A task's __step or __wakeup (C: TaskStepMethWrapper / task_wakeup, 3.10-3.13).
             return f"task {self.task_label(owner)}"
-        while isinstance(callback, functools.partial):
-            callback = callback.func
-        name = getattr(callback, "__qualname__", None)
-        return name if isinstance(name, str) else type(callback).__qualname__
+        return _stable(_callable_name(callback))
 
     def _pending_tasks(self) -> list[asyncio.Task[Any]]:
         return sorted(
@@ -536,7 +550,7 @@ class DeterministicEventLoop(asyncio.BaseEventLoop):
                 future.set_result(result)
 
         # The trace label is the step's qualname: name it after the function it runs.
-        call.__qualname__ = f"run_in_executor({getattr(func, '__qualname__', repr(func))})"
+        call.__qualname__ = f"run_in_executor({_callable_name(func)})"
         self.call_soon(call)
         return future
 

@@ -201,6 +201,9 @@ class AsyncStoreHost:
         return box["result"]
 
 
+_BURY_ROUNDS = 8
+
+
 def _bury(loop: ControlledThreadLoop) -> None:
     """The store's thread is being unwound (its process crashed, or the run ended) or failed.
 
@@ -211,14 +214,17 @@ def _bury(loop: ControlledThreadLoop) -> None:
     some later garbage collection where their cleanup would fail on a loop that is gone.
     """
     loop._choices = LoopOrder()  # FIFO
-    pending = loop._pending_tasks()
-    for task in pending:
-        task.cancel()
-    with contextlib.suppress(BaseException):  # the unwinding itself, raised again at a wait
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    for task in pending:
-        if task.done():
-            continue
+    # Cleanup may start tasks of its own (kopf closes its schedulers under asyncio.shield):
+    # cancel again what the previous round started, a bounded number of times.
+    for _ in range(_BURY_ROUNDS):
+        pending = loop._pending_tasks()
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):  # the unwinding itself, raised again at a wait
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    for task in loop._pending_tasks():
         task._log_destroy_pending = False  # type: ignore[attr-defined]
         # GeneratorExit thrown in; a finally block that awaits makes close() raise
         # RuntimeError, one that fails raises its own error: cleanup of a dead store.

@@ -78,6 +78,8 @@ from kubesim.server.live import ClockFollower
 from kubesim.server.routes import Request, handle
 from kubesim.server.watch import WatchDropped, WatchStream
 
+_dumps = json.dumps  # FakeSession.request's ``json`` argument shadows the module there
+
 DEFAULT_HOST = "http://kubesim.invalid"
 
 
@@ -261,6 +263,14 @@ class FakeStreamReader:
                 return
             yield data
 
+    async def iter_chunked(self, n: int) -> AsyncIterator[bytes]:
+        """Chunks of at most ``n`` bytes as they arrive (kopf reads watches this way)."""
+        while True:
+            data = await self.read(n)
+            if not data:
+                return
+            yield data
+
 
 class FakeResponse:
     """The subset of ``aiohttp.ClientResponse`` that ``kubernetes_asyncio`` touches."""
@@ -412,6 +422,8 @@ class FakeSession:
         self._wakeups = _Wakeups(server)
         self._wakeups.register()
         self.closed = False
+        # Default headers, as ``aiohttp.ClientSession.headers``: kopf sets its User-Agent here.
+        self.headers: dict[str, str] = {}
 
     async def request(
         self,
@@ -420,11 +432,19 @@ class FakeSession:
         *,
         headers: Any = None,
         data: Any = None,
+        json: Any = None,
         timeout: Any = None,
         **_: Any,
     ) -> FakeResponse:
         if self.closed:
             raise RuntimeError("Session is closed")
+        headers = {**self.headers, **dict(headers or {})}
+        if json is not None:
+            if data is not None:
+                raise ValueError("data and json parameters can not be used at the same time")
+            # aiohttp's ``json=``: the body serialised with json.dumps, as application/json.
+            data = _dumps(json)
+            headers.setdefault("Content-Type", "application/json")
         # A request is in flight for at least one turn of the loop, as over aiohttp (which
         # suspends to acquire a connection and to read the response): other tasks run
         # meanwhile, and a consumer can see the store between sending a list and getting it.
@@ -440,9 +460,7 @@ class FakeSession:
                 f"kubesim's in-process session cannot send a {type(data).__name__} body"
             )
         parts = urllib.parse.urlsplit(url)
-        request = Request(
-            method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload
-        )
+        request = Request(method.upper(), parts.path or "/", parts.query, headers, payload)
         read_timeout = getattr(timeout, "sock_read", None)
         total = getattr(timeout, "total", None)
         loop = asyncio.get_running_loop()
@@ -460,7 +478,7 @@ class FakeSession:
             response.body,
             read_timeout=read_timeout,
             deadline=deadline,
-            request_headers={str(k): str(v) for k, v in dict(headers or {}).items()},
+            request_headers={str(k): str(v) for k, v in headers.items()},
         )
 
     async def close(self) -> None:
@@ -483,8 +501,10 @@ class _AiohttpShim:
     def TCPConnector(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def ClientSession(self, *args: Any, **kwargs: Any) -> FakeSession:
-        return FakeSession(self._server)
+    def ClientSession(self, *args: Any, headers: Any = None, **kwargs: Any) -> FakeSession:
+        session = FakeSession(self._server)
+        session.headers.update(headers or {})
+        return session
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -15,6 +15,9 @@
   sizes capped (``SIZE_CAPS``) and must exit 0. Any other command fails the test unless the
   block is preceded by ``<!-- not-run: REASON -->``; such blocks are reported as skipped, with
   the reason, in pytest's summary.
+- A page that shows a third-party store (kopf, kubespawner) says so with
+  ``<!-- requires: MODULE[, MODULE] -->``: its blocks are skipped, with the reason, where such a
+  module cannot be imported (kopf needs Python 3.11+), and run everywhere else.
 - Every relative link resolves to a file in the repository (and a ``#heading`` anchor in a
   Markdown target to one of its headings); inline-code paths into the repository exist.
 """
@@ -57,6 +60,7 @@ SIZE_CAPS = {"--pods": 10, "--restarts": 4, "--examples": 60}
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<reason>[^>]*?)\s*-->")
 # A block that shows a failure on purpose: its commands must exit with this code, not 0.
 EXITS = re.compile(r"<!--\s*exits:\s*(?P<code>\d+)\s*-->")
+REQUIRES = re.compile(r"<!--\s*requires:\s*(?P<modules>[\w., ]+?)\s*-->")
 FILE_HEADER = re.compile(r"#\s*file:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*\.py)\s*$")
 
 
@@ -251,6 +255,16 @@ def test_python_blocks_import_only_the_public_path(page: str) -> None:
 
 
 # -- running -----------------------------------------------------------------------------------
+def _skip_without_requirements(page: str) -> None:
+    import importlib.util
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    for marker in REQUIRES.finditer(text):
+        for module in filter(None, (m.strip() for m in marker["modules"].split(","))):
+            if importlib.util.find_spec(module) is None:
+                pytest.skip(f"{page} not run: it requires {module}, not importable here")
+
+
 @contextlib.contextmanager
 def _page_dir(tmp_path: Path) -> Iterator[Path]:
     before = set(sys.modules)
@@ -276,6 +290,7 @@ def _write_modules(page: str, directory: Path) -> None:
 
 @pytest.mark.parametrize("page", PY_PAGES)
 def test_python_blocks_run(page: str, tmp_path: Path) -> None:
+    _skip_without_requirements(page)
     blocks = [b for b in ALL_BLOCKS if b.page == page and b.kind == "python"]
     namespace: dict[str, Any] = {"__name__": f"docs_{Path(page).stem.replace('-', '_')}"}
     with _page_dir(tmp_path):
@@ -315,6 +330,7 @@ SH_BLOCKS = [b for b in ALL_BLOCKS if b.kind == "sh"]
 def test_sh_blocks_run(block: Block, tmp_path: Path) -> None:
     if block.not_run is not None:
         pytest.skip(f"{block.where} not run: {block.not_run}")
+    _skip_without_requirements(block.page)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(tmp_path), str(ROOT), *filter(None, [env.get("PYTHONPATH")])]

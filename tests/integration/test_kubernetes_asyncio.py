@@ -414,3 +414,34 @@ def test_under_stock_asyncio_a_watch_timeout_fires_on_the_loops_time(
     assert ("watch-end", 1, "closed") in list(server.trace)  # the server-side timeout
     assert server.clock.now() >= 1.0
     assert server.change_listeners == []
+
+
+def test_a_raw_session_sends_json_bodies_and_streams_watches_in_chunks() -> None:
+    # What aiohttp users (kopf) call on a session: request(json=...), session-wide headers,
+    # and watch bodies read with content.iter_chunked(n).
+    from kubesim.transport.kubernetes_asyncio_client import DEFAULT_HOST, FakeSession
+
+    server = APIServer(seed=0)
+
+    async def main(_: Any) -> tuple[int, str, list[bytes]]:
+        session = FakeSession(server)
+        session.headers["User-Agent"] = "kopf/test"
+        pods = f"{DEFAULT_HOST}/api/v1/namespaces/default/pods"
+        created = await session.request("post", pods, json=make_pod("web-0", "default"))
+        body = await created.json()
+        watching = await session.request(
+            "get", f"{pods}?watch=true&resourceVersion=0&timeoutSeconds=5"
+        )
+        chunks = [chunk async for chunk in watching.content.iter_chunked(16)]
+        await session.close()
+        return created.status, body["metadata"]["name"], chunks
+
+    status, name, chunks = run(server, main)
+    assert (status, name) == (201, "web-0")
+    assert chunks
+    assert all(len(chunk) <= 16 for chunk in chunks)
+    event = b"".join(chunks).splitlines()[0]
+    assert b'"type":"ADDED"' in event
+    assert b'"web-0"' in event
+    with pytest.raises(ValueError, match="data and json"):
+        run(server, lambda _: FakeSession(server).request("post", "/x", data=b"{}", json={}))

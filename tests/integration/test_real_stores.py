@@ -1,7 +1,8 @@
 """kubesim check on real stores people use, with a factory of a few lines each.
 
-The finding for the official client's informer is written up, with its replay, in
-docs/findings/shared-informer-too-large-rv.md.
+The findings are written up, with their replays, in docs/findings/: the official client's
+informer (shared-informer-too-large-rv.md), kubespawner's reflector (kubespawner-first-list.md)
+and kopf's indexes (kopf-index-relist.md).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from kubesim.checks.store import judge
+from kubesim.scenario.run import run_scenario
+from kubesim.scenario.steps import AdvanceTime, CrashAndRestart, CreatePods, StallWatchCache
 from kubesim.testing.check import check_store
 
 informer = pytest.importorskip("kubernetes.informer.informer")
@@ -150,6 +154,83 @@ def test_kubespawner_reflector_passes_expiries_relists_stale_caches_and_reads() 
             "resume",
             "delete-in-gap",
             "bookmark",
+            "read",
+            "crash",
+        ],
+        database=":memory:",
+    )
+    assert report.ok, str(report.found)
+    assert {"converge", "monotone", "snapshot-reads", "isolation", "clean-stop"} <= report.ran
+
+
+# -- kopf's in-memory indexes (an operator run by kopf.operator) -----------------------------
+
+
+@pytest.fixture
+def kopf_index() -> Any:
+    pytest.importorskip(
+        "kopf", minversion="1.45", reason="kopf 1.45+ (Python 3.11+) is not installed"
+    )
+    from tests.integration import kopf_pods_index
+
+    return kopf_pods_index.factory
+
+
+KOPF_SPEC = "tests/integration/kopf_pods_index.py:factory"
+
+
+def test_kopf_index_keeps_pods_deleted_while_its_watch_was_down(kopf_index: Any) -> None:
+    report = check_store(
+        kopf_index,
+        spec=KOPF_SPEC,
+        examples=60,
+        seed=0,
+        kinds=["delete-in-gap"],
+        database=":memory:",
+    )
+    found = report.found
+    assert found is not None
+    assert found.properties == ["converge"], str(found)
+    assert "phantom(s) the server no longer has (missed deletes)" in str(found), str(found)
+    assert [line.split(" while ")[0] for line in found.result.lines] == ["delete team-0/web-000"]
+
+
+def test_kopf_operator_exits_when_a_lagging_watch_cache_outlasts_its_retries(
+    kopf_index: Any,
+) -> None:
+    # After a restart kopf lists (a consistent read: the newest resourceVersion) and watches
+    # from there; a watch cache behind that answers 504 "Too large resource version". kopf
+    # retries 8 times (1+1+2+3+5+8+13+21 s), then the error ends the whole operator.
+    steps = [StallWatchCache(), CreatePods(1), CrashAndRestart()]
+    within = run_scenario(kopf_index, [*steps, AdvanceTime(30)], seed=0)
+    assert judge(within.recording).ok, judge(within.recording)
+    beyond = run_scenario(kopf_index, [*steps, AdvanceTime(60)], seed=0)
+    verdict = judge(beyond.recording)
+    assert [v.property for v in verdict.violations] == ["crash"], verdict
+    assert "Too large resource version" in str(beyond.recording.failure)
+
+
+def test_kopf_index_passes_every_fault_without_deletes(kopf_index: Any) -> None:
+    # Everything but the two findings' triggers (a delete the operator's watch does not see; a
+    # watch cache lagging for a minute): expiries, drops, 410s, compaction, HTTP errors, label
+    # and status storms, IP reuse, slow consumers, crash-restarts, readers.
+    report = check_store(
+        kopf_index,
+        spec=KOPF_SPEC,
+        examples=60,
+        seed=0,
+        kinds=[
+            "create",
+            "labels",
+            "status",
+            "ip-reuse",
+            "expire",
+            "drop",
+            "compact",
+            "http-error",
+            "bookmark",
+            "slow-consumer",
+            "advance",
             "read",
             "crash",
         ],

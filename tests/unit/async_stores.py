@@ -149,3 +149,55 @@ def plain_factory(api_client: Any) -> Reflector:
     and builds an asyncio one (which kubesim points at the simulation)."""
     config.load_incluster_config()
     return Reflector(None)
+
+
+class Projecting(Reflector):
+    """Hands out projections: the identity the contract asks for, none of the object's fields."""
+
+    kept: dict[str, dict[str, Any]] | None = None
+
+    def view(self) -> dict[str, Any]:
+        # The same projection object while the pod's version stands, as an index keeps them.
+        kept = self.kept or {}
+        self.kept = {
+            key: kept[key]
+            if key in kept and kept[key]["metadata"] == _identity(pod)["metadata"]
+            else _identity(pod)
+            for key, pod in self.pods.items()
+        }
+        return dict(self.kept)
+
+    def read(self) -> dict[str, Any]:
+        return self.view()
+
+
+def _identity(pod: dict[str, Any]) -> dict[str, Any]:
+    meta = pod["metadata"]
+    return {"metadata": {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}}
+
+
+class ShieldedCleanup(Reflector):
+    """Its run() closes a helper under asyncio.shield when cancelled, as kopf's schedulers do:
+    the cleanup is a task of its own, started while the loop is being unwound."""
+
+    closed: list[str] = []  # noqa: RUF012 (shared on purpose: the test reads it after the run)
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            await asyncio.shield(self._close())
+
+    async def _close(self) -> None:
+        try:
+            await asyncio.Event().wait()  # for workers that will never report back
+        finally:
+            ShieldedCleanup.closed.append("closed")
+
+
+async def projecting(api_client: Any) -> Projecting:
+    return Projecting(api_client)
+
+
+async def shielded_cleanup(api_client: Any) -> ShieldedCleanup:
+    return ShieldedCleanup(api_client)

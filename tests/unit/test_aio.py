@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -712,3 +713,33 @@ def test_run_rejects_bad_arguments_without_leaking_the_coroutine() -> None:
     with pytest.raises(ValueError, match="max_steps=0"):
         run(appenders(), max_steps=0)
     gc.collect()
+
+
+def test_trace_labels_carry_no_memory_address_nor_argument_reprs() -> None:
+    # Libraries name tasks after repr(self) ("cleaner of <Scheduler object at 0x7f...>") and
+    # hand partials to run_in_executor: an address or a wall-clock argument in a label would make
+    # the trace hash differ between two processes running the same schedule.
+    class Scheduler:
+        pass
+
+    owner = Scheduler()
+
+    def login(*, started: object) -> str:
+        return "ok"
+
+    async def worker() -> None:
+        await asyncio.sleep(0)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        await loop.create_task(worker(), name=f"cleaner of {owner!r}")
+        await loop.run_in_executor(None, functools.partial(login, started=object()))
+
+    trace = Trace(keep_all=True)
+    run(main, seed=0, trace=trace)
+    labels = [str(record[3]) for record in trace.records or [] if record[0] == "aio.step"]
+    assert any("cleaner of <" in label for label in labels), labels
+    executed = f"run_in_executor({login.__qualname__})"  # the function, not the partial's repr
+    assert executed in labels, labels
+    assert not any(hex(id(owner))[2:] in label for label in labels), labels
+    assert not any("object at 0x" in label.replace("0x?", "") for label in labels), labels

@@ -7,6 +7,7 @@ and its stop() run on that loop; the schedule's points reorder its ready callbac
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -223,3 +224,29 @@ def test_a_loop_that_never_waits_is_a_livelock() -> None:
 
         with pytest.raises(StoreCrashed, match="1,000 callbacks without ever waiting"):
             sim.start(store)
+
+
+def test_projections_with_only_an_identity_are_checked_by_version_not_by_content() -> None:
+    # The contract lets view() and read() hand out projections carrying metadata.uid and
+    # metadata.resourceVersion; their content is the store's own, not a torn object.
+    report = check_store(
+        async_stores.projecting,
+        examples=15,
+        seed=1,
+        kinds=["create", "labels", "read"],
+        database=":memory:",
+    )
+    assert report.ok, str(report.found)
+    assert {"snapshot-reads", "isolation", "monotone"} <= report.ran
+
+
+def test_cleanup_that_starts_a_task_while_the_store_is_unwound_is_run_not_left_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async_stores.ShieldedCleanup.closed.clear()
+    result = run_scenario(async_stores.shielded_cleanup, [CrashAndRestart()], seed=0)
+    assert result.recording.failure is None, result.recording.failure
+    gc.collect()
+    # Once per store: the crashed one and the one that ran to the end.
+    assert async_stores.ShieldedCleanup.closed == ["closed", "closed"]
+    assert "Task was destroyed but it is pending" not in caplog.text
