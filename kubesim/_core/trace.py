@@ -11,10 +11,20 @@ agree diverge.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import deque
 from collections.abc import Iterator
 
 Field = str | int | float | bool | None
+
+# A memory address in a repr (``<Scheduler object at 0x7f...>``): different in every process.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def stable(text: str) -> str:
+    """``text`` with memory addresses blanked, fit for a trace record: libraries name tasks
+    and threads after ``repr(self)``, whose address differs from run to run."""
+    return _ADDRESS.sub("0x?", text)
 
 
 class Trace:

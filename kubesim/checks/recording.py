@@ -81,6 +81,11 @@ class Recording:
     # After the store's stop() hook ran (if it has one): its threads that still run.
     stopped: bool = False
     still_running: list[str] = field(default_factory=list)
+    # Who ran when (only when asked for: ``run_scenario(..., timeline=True)``, for the campaign
+    # report): the scheduler's stops (kubesim.sched.scheduler.Stop) and, for each step of the
+    # scenario, (round, line, scheduling points so far, virtual time) when it began.
+    stops: list[Any] | None = None
+    step_starts: list[tuple[int, str, int, float]] = field(default_factory=list)
 
 
 def object_key(key: Any) -> str:

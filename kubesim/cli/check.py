@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -64,6 +65,12 @@ def add_parsers(commands: Any) -> None:
         help="module whose code gets scheduling points (repeatable): races inside the store",
     )
     check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="write the report as one self-contained HTML page (verdict per oracle; for a "
+        "failure its scenario, replay, memory plot and thread timeline; else the coverage)",
+    )
     check.add_argument("--replay", metavar="TOKEN", help="run one example from its replay token")
 
     replay = commands.add_parser(
@@ -74,6 +81,7 @@ def add_parsers(commands: Any) -> None:
     )
     replay.add_argument("token", metavar="TOKEN")
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
+    replay.add_argument("--report", metavar="FILE.html", help="write the result as an HTML page")
 
 
 def _kinds(args: argparse.Namespace) -> list[str]:
@@ -106,11 +114,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         _print_kinds()
         return EXIT_OK
     if args.replay:
-        return _replay(args.replay, as_json=args.json)
+        return _replay(args.replay, as_json=args.json, report_path=args.report)
     try:
         factory = load_factory(args.factory)
         kinds = _kinds(args)
         traced = [_import(name) for name in args.traced]
+        if args.report:
+            _check_report_path(args.report)
     except argparse.ArgumentTypeError as exc:
         print(f"kubesim check: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -149,11 +159,47 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     elapsed = time.monotonic() - started
+    failure = None
+    if report.found is not None and (args.json or args.report):
+        from kubesim.report.data import failure_data
+
+        # The shrunk example once more, with its timeline: the same run (same token).
+        failure = failure_data(report.found, factory=factory)
     if args.json:
-        print(json.dumps(_report_json(report, elapsed), indent=2))
+        print(json.dumps(_report_json(report, elapsed, failure), indent=2))
     else:
         _print_report(report, elapsed)
+    if args.report:
+        _write_report(args.report, report, elapsed, args.seed, failure, quiet=args.json)
     return EXIT_OK if report.ok else EXIT_EXPECTATION_FAILED
+
+
+def _check_report_path(path: str) -> None:
+    """Refuse a report path that cannot be written before the campaign runs, not after."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise argparse.ArgumentTypeError(f"--report {path}: is a folder; give a file name")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(
+                    f"--report {path}: {parent} is a file, not a folder"
+                )
+            if not os.access(parent, os.W_OK):
+                raise argparse.ArgumentTypeError(f"--report {path}: {parent} is not writable")
+            return
+
+
+def _write_report(
+    path: str, report: Any, elapsed: float, seed: int | str, failure: Any, *, quiet: bool
+) -> None:
+    from kubesim.report import write_report
+
+    target = write_report(path, report, seconds=elapsed, seed=seed, failure=failure)
+    if not quiet:
+        print(f"report: {target}")
 
 
 def _import(name: str) -> Any:
@@ -187,7 +233,7 @@ def _print_report(report: Any, elapsed: float) -> None:
         print(report.found)
 
 
-def _report_json(report: Any, elapsed: float) -> dict[str, Any]:
+def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "factory": report.factory,
         "ok": report.ok,
@@ -197,26 +243,12 @@ def _report_json(report: Any, elapsed: float) -> dict[str, Any]:
         "oracles": {"ran": sorted(report.ran), "skipped": dict(sorted(report.skipped.items()))},
         "steps_drawn": dict(sorted(report.kinds.items())),
     }
-    if report.found is not None:
-        out["failure"] = _found_json(report.found)
+    if failure is not None:
+        out["failure"] = failure
     return out
 
 
-def _found_json(found: Any) -> dict[str, Any]:
-    return {
-        "violations": [
-            {"property": v.property, "summary": v.summary, "details": list(v.details)}
-            for v in found.verdict.violations
-        ],
-        "scenario": list(found.result.lines),
-        "steps": [step.to_json() for step in found.result.steps],
-        "schedule": list(found.result.schedule),
-        "trace": found.result.trace_hash,
-        "replay": found.replay.command(),
-    }
-
-
-def _replay(token: str, *, as_json: bool) -> int:
+def _replay(token: str, *, as_json: bool, report_path: str | None = None) -> int:
     from kubesim.checks.store import judge
     from kubesim.scenario.run import run_scenario
     from kubesim.testing.check import Found
@@ -226,6 +258,8 @@ def _replay(token: str, *, as_json: bool) -> int:
         replay = parse_token(token)
         factory = load_factory(replay.factory)
         traced = [_import(name) for name in replay.traced]
+        if report_path is not None:
+            _check_report_path(report_path)
     except (InvalidReplayToken, argparse.ArgumentTypeError) as exc:
         print(f"kubesim replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -243,11 +277,16 @@ def _replay(token: str, *, as_json: bool) -> int:
         schedule=replay.schedule,
         traced=traced,
         spec=replay.factory,
+        timeline=as_json or report_path is not None,
     )
     verdict = judge(result.recording)
     found = Found(verdict, result, replay)
+    if report_path is not None:
+        _write_replay_report(report_path, found, quiet=as_json)
     if as_json:
-        print(json.dumps({"ok": verdict.ok, **_found_json(found)}, indent=2))
+        from kubesim.report.data import failure_data
+
+        print(json.dumps({"ok": verdict.ok, **failure_data(found)}, indent=2))
     elif verdict.ok:
         print(f"kubesim replay {replay.factory}: passed (trace {result.trace_hash[:16]})")
     else:
@@ -256,8 +295,29 @@ def _replay(token: str, *, as_json: bool) -> int:
     return EXIT_OK if verdict.ok else EXIT_EXPECTATION_FAILED
 
 
+def _write_replay_report(path: str, found: Any, *, quiet: bool) -> None:
+    """The page of one replayed example: a campaign of one."""
+    from collections import Counter
+
+    from kubesim.testing.check import CheckReport
+
+    verdict = found.verdict
+    report = CheckReport(
+        factory=found.replay.factory,
+        examples=1,
+        found=None if verdict.ok else found,
+        ran=set(verdict.ran),
+        skipped=dict(verdict.skipped),
+        kinds=Counter(step.kind for step in found.result.steps),
+        found_at=None if verdict.ok else 1,
+    )
+    from kubesim.report.data import failure_data
+
+    _write_report(path, report, 0.0, 0, None if verdict.ok else failure_data(found), quiet=quiet)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    return _replay(args.token, as_json=args.json)
+    return _replay(args.token, as_json=args.json, report_path=args.report)
 
 
 class _Progress:

@@ -385,6 +385,10 @@ class ScenarioRun:
     def apply(self, steps: Sequence[Step]) -> None:
         for step in steps:
             self._round += 1
+            if self.recording.stops is not None:
+                self.recording.step_starts.append(
+                    (self._round, str(step), self.sim.scheduler.steps, self.server.clock.now())
+                )
             try:
                 line = step.apply(self)
             except BaseException:
@@ -567,6 +571,7 @@ def run_scenario(
     schedule: Sequence[int] = (),
     traced: Sequence[Any] = (),
     spec: str = "the factory",
+    timeline: bool = False,
 ) -> ScenarioResult:
     """Run ``steps`` against the store ``factory`` builds; record every quiescent point.
 
@@ -574,7 +579,8 @@ def run_scenario(
     step's settle (the scheduler switches to the next runnable thread there, in every step),
     drawn and shrunk by Hypothesis in ``kubesim check``. ``traced``: modules (or paths) whose
     code gets scheduling points. The run's own failures (the store crashed, deadlocked, spun)
-    are recorded, not raised.
+    are recorded, not raised. ``timeline``: also record who ran when, and at which line of
+    the store's code each thread stopped (``recording.stops``; for the campaign report).
     """
     from kubesim.sched.errors import ScheduleFailure
     from kubesim.sim.simulation import (
@@ -587,6 +593,10 @@ def run_scenario(
     sim = Simulation(seed=seed, **_schedule_options(schedule, traced))
     run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec, schedule=schedule)
     recording = run.recording
+    if timeline:
+        stops: list[Any] = []
+        recording.stops = stops
+        sim.scheduler.observer = stops.append
     patches = contextlib.ExitStack()
     try:
         patches.enter_context(_default_clients(sim.server))

@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from kubesim._core.choices import ChoiceSource, SeededChoices
 from kubesim._core.clock import VirtualClock
 from kubesim._core.trace import Trace
+from kubesim._core.trace import stable as _stable
 from kubesim.sched.errors import Deadlock, Livelock
 
 __all__ = [
@@ -100,13 +101,6 @@ _MIN_CANCELLED_TIMER_HANDLES_FRACTION = 0.5
 # Default task names are "Task-<n>" from a process-wide counter, so they differ between two runs
 # in one process; trace labels use the loop's own task numbers and the coroutine name instead.
 _DEFAULT_TASK_NAME = re.compile(r"Task-\d+")
-# A memory address in a repr (``<Scheduler object at 0x7f...>``): different in every process.
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-def _stable(text: str) -> str:
-    """``text`` with memory addresses blanked: libraries name tasks after ``repr(self)``."""
-    return _ADDRESS.sub("0x?", text)
 
 
 def _callable_name(func: Any) -> str:

@@ -50,6 +50,7 @@ from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
+from kubesim._core.trace import stable as _stable
 from kubesim.sched import tracing
 from kubesim.sched.errors import (
     Deadlock,
@@ -251,6 +252,10 @@ class Scheduler:
         self._atomic = 0
         self._done = _thread.allocate_lock()
         self._controller = threading.get_ident()
+        # Who ran when, for a person (the campaign report's timeline): called in the thread
+        # that stops running, with the line of its own code it stops at. Never part of the
+        # trace: code locations are file paths, which differ between machines.
+        self.observer: Callable[[Stop], None] | None = None
 
     # -- identity ---------------------------------------------------------------------------
     def current_thread(self) -> ControlledThread | None:
@@ -382,6 +387,8 @@ class Scheduler:
             return  # a thread left behind by a finished run (blocked outside, then freed)
         ct.state = State.FINISHED
         self.trace.record("finish", ct.id)
+        if self.observer is not None:
+            self._observe(ct, "finished")
         self.wake(ct.joined)
         if self.aborting or self.failure is not None or (ct.id == 0 and not self.external):
             # Thread 0 is the scenario: when it returns the run is over and the threads still
@@ -529,7 +536,15 @@ class Scheduler:
         chosen = self._choose(at_point=True, current=ct.id, runnable=self._runnable())
         if chosen != ct.id:
             self.preemptions += 1
+            if self.observer is not None:
+                self._observe(ct, f"preempted for {self.threads[chosen].name}")
             self._switch(ct, self.threads[chosen])
+
+    def _observe(self, ct: ControlledThread, why: str) -> None:
+        assert self.observer is not None
+        self.observer(
+            Stop(self.steps, self.clock.now(), ct.name, why, _user_location(sys._getframe(2)))
+        )
 
     def _count_step(self) -> None:
         self.steps += 1
@@ -646,6 +661,8 @@ class Scheduler:
             ct.timer = self.clock.call_later(max(0.0, timeout), lambda: self._time_out(ct))
         # The class name, not describe(): descriptions carry id()s, which differ per run.
         self.trace.record("block", self.steps, ct.id, type(waitable).__name__)
+        if self.observer is not None:
+            self._observe(ct, f"waits ({type(waitable).__name__})")
         try:
             self._hand_off_from(ct)
         finally:
@@ -960,13 +977,50 @@ class _RealFlag:
 
 
 _DEFAULT_THREAD_NAME = re.compile(r"Thread-\d+( \(.*\))?\Z")
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _SCHED_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _stable(text: str) -> str:
-    """``text`` without memory addresses (``0x7f...``), which differ from run to run."""
-    return _ADDRESS.sub("0x?", text)
+@dataclass(frozen=True)
+class Stop:
+    """A controlled thread stopped running: preempted, waiting, or finished.
+
+    ``steps``: the scheduler's count of scheduling points then, so consecutive stops cut the
+    run into the stretches each thread ran; ``location``: the last line of code outside
+    kubesim and the standard library the thread was at (``path:line in function``).
+    """
+
+    steps: int
+    time: float
+    thread: str
+    why: str
+    location: str
+
+
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+_KUBESIM_DIR = os.path.dirname(_SCHED_DIR.rstrip(os.sep)) + os.sep
+
+
+def _user_location(frame: FrameType | None) -> str:
+    """``path:line in function`` of the innermost frame outside kubesim and the standard
+    library (threads park inside both); "" for a thread running none of the store's code (a
+    kubesim reader between reads, a thread that finished)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith((_KUBESIM_DIR, _STDLIB_DIR)) and filename[:1] != "<":
+            path = _display_path(filename)
+            return f"{path}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return ""
+
+
+def _display_path(path: str) -> str:
+    """A path as a reader finds it: relative to the working directory, or from the package
+    folder for installed code (``kubespawner/reflector.py``)."""
+    cwd = os.getcwd() + os.sep
+    if path.startswith(cwd):
+        return path[len(cwd) :]
+    marker = f"{os.sep}site-packages{os.sep}"
+    return path.split(marker, 1)[1] if marker in path else path
 
 
 def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:

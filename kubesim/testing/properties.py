@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubesim.checks.store import checked_oracles
@@ -212,6 +215,7 @@ def _run(
             raise StoreContractError(
                 f"a store_property function must return a factory or a spec, got {target!r}"
             )
+        started = time.monotonic()
         report = check_store(
             factory,
             spec=spec,
@@ -227,12 +231,29 @@ def _run(
         )
     except (StoreContractError, NondeterminismDetected) as exc:
         pytest.fail(f"kubesim: {exc}", pytrace=False)
+    if options.report is not None:
+        from kubesim.report import write_report
+
+        page = write_report(
+            Path(options.report) / f"{_file_name(request.node.nodeid)}.html",
+            report,
+            seconds=time.monotonic() - started,
+            seed=options.seed,
+            factory=factory,
+        )
+        request.node.add_report_section("call", "kubesim report", str(page))
     text = failure_text(report, required=required, seed=options.seed, note=note)
     if text is not None:
         if report.found is not None:
             request.node.stash[REPLAY_KEY] = report.found.replay.command()
         pytest.fail(text, pytrace=False)
     request.node.add_report_section("call", "kubesim", summary(report, seed=options.seed))
+
+
+def _file_name(nodeid: str) -> str:
+    """A test's node id as a file name: ``tests/test_x.py::test_y[a]`` -> ``test_x.test_y-a``."""
+    stem = nodeid.rsplit("/", 1)[-1].replace(".py::", ".").replace("::", ".")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-")
 
 
 def summary(report: CheckReport, *, seed: int) -> str:

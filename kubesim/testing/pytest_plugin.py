@@ -14,7 +14,8 @@ Options:
 - ``--kubesim-seed N``: the seed of every kubesim fixture and store test (0);
 - ``--kubesim-examples N``: examples per store test, overriding each test's own (CI vs nightly);
 - ``--kubesim-database DIR``: where failing examples are kept and tried first next time
-  (``.kubesim/examples``; ``:memory:`` keeps none).
+  (``.kubesim/examples``; ``:memory:`` keeps none);
+- ``--kubesim-report DIR``: each store test's campaign report, one HTML page per test.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Options:
     examples: int | None
     database: str | None
     seed_given: bool
+    report: str | None = None
 
 
 def session_options(config: pytest.Config) -> Options:
@@ -53,6 +55,7 @@ def session_options(config: pytest.Config) -> Options:
         examples=config.getoption("kubesim_examples", default=None),
         database=config.getoption("kubesim_database", default=None),
         seed_given=seed is not None,
+        report=config.getoption("kubesim_report", default=None),
     )
 
 
@@ -94,6 +97,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="example database of kubesim store tests (default .kubesim/examples; :memory: for "
         "none)",
+    )
+    group.addoption(
+        "--kubesim-report",
+        default=None,
+        metavar="DIR",
+        help="write each kubesim store test's campaign report to DIR/<test>.html (verdict per "
+        "oracle; for a failure its scenario, replay, memory plot and thread timeline)",
     )
 
 

@@ -379,3 +379,21 @@ def test_the_example_database_keeps_a_failure_and_the_next_run_tries_it_first() 
     assert again.found is not None
     assert again.found.replay.token() == first.found.replay.token()
     assert again.examples < first.examples
+
+
+def test_the_report_option_writes_one_page_per_store_test(user: pytest.Pytester) -> None:
+    user.makepyfile(
+        test_pages=f"""
+        from kubesim.testing import store_test
+
+        test_leak = store_test("leaky_store:appending_watcher", examples=10, kinds={KINDS!r})
+        """
+    )
+    result = run(user, "--kubesim-report", "reports")
+    result.assert_outcomes(failed=1)
+    page = user.path / "reports" / "test_pages.test_leak.html"
+    assert page.exists(), sorted(p.name for p in (user.path / "reports").glob("*"))
+    text = page.read_text(encoding="utf-8")
+    assert "leaky_store:appending_watcher" in text
+    assert 'aria-label="memory over rounds"' in text
+    assert "kubesim replay ks1." in text
