@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
+from kubesim.server import lifecycle
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -248,8 +249,22 @@ class APIServer:
         return namespace
 
     def _commit(
-        self, resource: ResourceType, key: Key, event_type: str, obj: JSON, old: Stored | None
+        self,
+        resource: ResourceType,
+        key: Key,
+        event_type: str,
+        obj: JSON,
+        old: Stored | None,
+        *,
+        dry_run: bool = False,
     ) -> Stored:
+        if dry_run:
+            # dryRun=All: validated and answered as the write would be, never stored, no event,
+            # no resourceVersion spent. A created object has none yet (etcd3 store.Create
+            # decodes a dry run at revision 0); an updated or deleted one keeps its own.
+            rv = 0 if old is None else old.rv
+            obj["metadata"]["resourceVersion"] = "" if old is None else str(rv)
+            return Stored(obj, rv)
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
@@ -315,13 +330,23 @@ class APIServer:
 
     # -- verbs ----------------------------------------------------------------------------
     def create(
-        self, resource: str | ResourceType, obj: JSON, *, namespace: str | None = None
+        self,
+        resource: str | ResourceType,
+        obj: JSON,
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
-        """POST: store a new object. Returns the stored object (a copy)."""
+        """POST: store a new object. Returns the stored object (a copy). ``dry_run``: validate
+        and answer as a create would, store nothing (``?dryRun=All``)."""
         with self.lock:
-            return deep_copy(self._create(self.resource(resource), obj, namespace).obj)
+            return deep_copy(
+                self._create(self.resource(resource), obj, namespace, dry_run=dry_run).obj
+            )
 
-    def _create(self, resource: ResourceType, obj: Any, namespace: str | None) -> Stored:
+    def _create(
+        self, resource: ResourceType, obj: Any, namespace: str | None, *, dry_run: bool = False
+    ) -> Stored:
         obj = self._check_body(resource, deep_copy(obj), namespace)
         meta: JSON = obj.setdefault("metadata", {})
         if namespace is None and resource.namespaced:
@@ -333,6 +358,8 @@ class APIServer:
         key = self._key(resource, namespace, meta["name"])
         if self.storage.get(resource, key) is not None:
             raise st.already_exists(resource.plural, resource.group, meta["name"])
+        if namespace is not None:
+            lifecycle.admit_create(self, resource, namespace, str(meta["name"]))
         # Fields the server owns, whatever the client sent.
         for owned in (
             "uid",
@@ -353,7 +380,8 @@ class APIServer:
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
         _apply_defaults(resource, obj)
-        return self._commit(resource, key, ADDED, canonical_object(obj), None)
+        lifecycle.prepare_for_create(resource, obj)
+        return self._commit(resource, key, ADDED, canonical_object(obj), None, dry_run=dry_run)
 
     def get(self, resource: str | ResourceType, name: str, *, namespace: str | None = None) -> JSON:
         with self.lock:
@@ -372,14 +400,18 @@ class APIServer:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
-        """PUT with optimistic concurrency on ``metadata.resourceVersion`` (when set)."""
+        """PUT with optimistic concurrency on ``metadata.resourceVersion`` (when set and not
+        "0": store.go treats both an empty and a zero resourceVersion as unconditional)."""
         with self.lock:
             res = self.resource(resource)
             name = (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None
             if not name:
                 raise st.bad_request("name is required in metadata for an update")
-            return deep_copy(self._update(res, namespace, str(name), obj, subresource).obj)
+            return deep_copy(
+                self._update(res, namespace, str(name), obj, subresource, dry_run=dry_run).obj
+            )
 
     def _update(
         self,
@@ -388,6 +420,8 @@ class APIServer:
         name: str,
         obj: Any,
         subresource: str | None,
+        *,
+        dry_run: bool = False,
     ) -> Stored:
         obj = self._check_body(resource, deep_copy(obj), namespace)
         meta: JSON = obj.setdefault("metadata", {})
@@ -402,7 +436,8 @@ class APIServer:
         if current is None:
             raise st.not_found(resource.plural, resource.group, name)
         wanted_rv = meta.get("resourceVersion")
-        if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
+        # store.go Update: a resourceVersion of 0 (or none) is an unconditional update.
+        if wanted_rv not in (None, "", "0", 0) and str(wanted_rv) != str(current.rv):
             raise st.conflict(resource.plural, resource.group, name, st.OPTIMISTIC_LOCK_ERROR)
         wanted_uid = meta.get("uid")
         if wanted_uid not in (None, "") and wanted_uid != current.obj["metadata"]["uid"]:
@@ -413,10 +448,17 @@ class APIServer:
                 f"Precondition failed: UID in precondition: {wanted_uid}, UID in object meta: "
                 f"{current.obj['metadata']['uid']}",
             )
-        return self._replace(resource, key, current, obj, subresource)
+        return self._replace(resource, key, current, obj, subresource, dry_run=dry_run)
 
     def _replace(
-        self, resource: ResourceType, key: Key, current: Stored, obj: JSON, subresource: str | None
+        self,
+        resource: ResourceType,
+        key: Key,
+        current: Stored,
+        obj: JSON,
+        subresource: str | None,
+        *,
+        dry_run: bool = False,
     ) -> Stored:
         old = current.obj
         meta = obj["metadata"]
@@ -448,13 +490,16 @@ class APIServer:
         ):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         self._invalid_if(resource, obj)
+        lifecycle.check_no_new_finalizers(resource, old, obj)
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         new = canonical_object(obj)
         if new == old:
             return current  # etcd GuaranteedUpdate writes nothing for a no-op update
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            return self._commit_delete(resource, key, current, new)
-        return self._commit(resource, key, MODIFIED, new, current)
+        if lifecycle.finalized(resource, new):
+            # store.go deleteWithoutFinalizers: the update that empties the finalizers is not
+            # written; the key is deleted, and DELETED carries the last state that was stored.
+            return self._commit_delete(resource, key, current, deep_copy(old), dry_run=dry_run)
+        return self._commit(resource, key, MODIFIED, new, current, dry_run=dry_run)
 
     def patch(
         self,
@@ -465,10 +510,15 @@ class APIServer:
         namespace: str | None = None,
         patch_type: str = "application/merge-patch+json",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> JSON:
         with self.lock:
             res = self.resource(resource)
-            return deep_copy(self._patch(res, namespace, name, patch, patch_type, subresource).obj)
+            return deep_copy(
+                self._patch(
+                    res, namespace, name, patch, patch_type, subresource, dry_run=dry_run
+                ).obj
+            )
 
     def _patch(
         self,
@@ -478,6 +528,8 @@ class APIServer:
         patch: Any,
         patch_type: str,
         subresource: str | None,
+        *,
+        dry_run: bool = False,
     ) -> Stored:
         from kubesim.server.patch import PatchError, PatchTestFailed
 
@@ -507,7 +559,12 @@ class APIServer:
         if meta.get("name") != name:
             raise st.bad_request("metadata.name cannot be changed by a patch")
         return self._replace(
-            resource, key, current, self._check_body(resource, patched, namespace), subresource
+            resource,
+            key,
+            current,
+            self._check_body(resource, patched, namespace),
+            subresource,
+            dry_run=dry_run,
         )
 
     def delete(
@@ -517,15 +574,62 @@ class APIServer:
         *,
         namespace: str | None = None,
         preconditions: JSON | None = None,
+        dry_run: bool = False,
     ) -> JSON:
-        """DELETE: immediate, as with a zero grace period, unless finalizers hold the object."""
+        """DELETE: immediate, as with a zero grace period, unless finalizers hold the object
+        (a namespace is held by its ``kubernetes`` finalizer until what it holds is gone)."""
         with self.lock:
             res = self.resource(resource)
-            return self._delete(res, namespace, name, preconditions or {})
+            return self._delete(res, namespace, name, preconditions or {}, dry_run=dry_run)
+
+    def delete_collection(
+        self,
+        resource: str | ResourceType,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        dry_run: bool = False,
+    ) -> JSON:
+        """DELETE on a collection: every selected object deleted one by one (one DELETED event
+        each, at its own resourceVersion, as store.go DeleteCollection), finalizers honoured.
+        Returns the list of what was deleted (or marked for deletion)."""
+        with self.lock:
+            res = self.resource(resource)
+            labels = _parse_label_selector(label_selector)
+            fields = _parse_field_selector(res, field_selector)
+            if res.namespaced and namespace is not None:
+                self._require_namespace(res, namespace)
+            selected = [
+                stored
+                for _, stored in self.storage.items(res, namespace=namespace)
+                if _selected(res, stored, labels, fields)
+            ]
+            items = []
+            for stored in selected:
+                meta = stored.obj["metadata"]
+                deleted = self._delete(
+                    res, meta.get("namespace"), meta["name"], {}, dry_run=dry_run, whole=True
+                )
+                items.append(deleted)
+            return {
+                "kind": f"{res.kind}List",
+                "apiVersion": res.api_version,
+                "metadata": {"resourceVersion": str(self.storage.rv)},
+                "items": items,
+            }
 
     def _delete(
-        self, resource: ResourceType, namespace: str | None, name: str, preconditions: JSON
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        preconditions: JSON,
+        *,
+        dry_run: bool = False,
+        whole: bool = False,
     ) -> JSON:
+        """``whole``: answer with the object even for kinds whose DELETE answers a Status."""
         key = self._key(resource, namespace, name)
         current = self.storage.get(resource, key)
         if current is None:
@@ -550,17 +654,21 @@ class APIServer:
                 f"Precondition failed: UID in precondition: {preconditions['uid']}, "
                 f"UID in object meta: {meta['uid']}",
             )
-        if meta.get("finalizers"):
+        lifecycle.admit_delete(resource, name)
+        if meta.get("finalizers") or lifecycle.held_by_spec_finalizers(resource, current.obj):
             if meta.get("deletionTimestamp"):
-                return deep_copy(current.obj)
-            marked = deep_copy(current.obj)
-            marked["metadata"]["deletionTimestamp"] = self.clock.timestamp()
-            marked["metadata"]["deletionGracePeriodSeconds"] = 0
-            return deep_copy(
-                self._commit(resource, key, MODIFIED, canonical_object(marked), current).obj
+                return deep_copy(current.obj)  # already terminating: nothing more to do
+            marked = lifecycle.mark_deleted(resource, deep_copy(current.obj), self.clock)
+            stored = self._commit(
+                resource, key, MODIFIED, canonical_object(marked), current, dry_run=dry_run
             )
-        deleted = self._commit_delete(resource, key, current, deep_copy(current.obj))
-        if resource.return_deleted_object:
+            if resource is self.namespace_resource and not dry_run:
+                lifecycle.terminate_namespace_later(self, name)
+            return deep_copy(stored.obj)
+        deleted = self._commit_delete(
+            resource, key, current, deep_copy(current.obj), dry_run=dry_run
+        )
+        if resource.return_deleted_object or whole:
             return deep_copy(deleted.obj)
         return st.success(
             {"name": name, "group": resource.group, "kind": resource.plural, "uid": meta["uid"]}
@@ -569,10 +677,16 @@ class APIServer:
         )
 
     def _commit_delete(
-        self, resource: ResourceType, key: Key, current: Stored, last: JSON
+        self,
+        resource: ResourceType,
+        key: Key,
+        current: Stored,
+        last: JSON,
+        *,
+        dry_run: bool = False,
     ) -> Stored:
         # DELETED carries the last state stamped with the deletion RV (etcd3 watcher.go).
-        return self._commit(resource, key, DELETED, last, current)
+        return self._commit(resource, key, DELETED, last, current, dry_run=dry_run)
 
     def list(
         self,
@@ -707,6 +821,14 @@ class APIServer:
             if stall is not None:
                 # Watches are served by the watch cache: nothing newer than where it stopped.
                 watcher.after_rv = stall.rv
+            if watch_list and rv_text not in ("", "0"):
+                start = int(rv_text)
+                cache_rv = self.cache_resource_version
+                if start > cache_rv:
+                    # cacher.go: the watch cache waits (3 s) to reach the requested RV, then
+                    # refuses. The wait is not modelled: nothing is written during a request.
+                    self._forget_watcher_quietly(watcher)
+                    raise too_large_resource_version(start, cache_rv)
             if send_initial_events:
                 # The state at the watch's start RV: capture the (immutable) stored versions now,
                 # since lines are encoded lazily and later writes must not show through them.
@@ -991,9 +1113,6 @@ def _apply_defaults(resource: ResourceType, obj: JSON) -> None:
         status = obj.setdefault("status", {})
         if isinstance(status, dict):
             status.setdefault("phase", "Pending")
-    elif resource.group == "" and resource.kind == "Namespace":
-        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-        obj.setdefault("status", {"phase": "Active"})
 
 
 def _parse_label_selector(text: str) -> LabelSelector:

@@ -14,7 +14,16 @@ from typing import Any
 JSON = dict[str, Any]
 FieldGetter = Callable[[JSON], str]
 
-STANDARD_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+STANDARD_VERBS = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
 
 
 def _path(*keys: str, default: str = "") -> FieldGetter:

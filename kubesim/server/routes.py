@@ -113,6 +113,9 @@ class Query:
             return False
         return value.lower() not in ("0", "false")
 
+    def values(self, name: str) -> list[str]:
+        return list(self._values.get(name, ()))
+
     def tristate(self, name: str) -> bool | None:
         return None if self.get(name) is None else self.flag(name)
 
@@ -260,7 +263,41 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
         raise st.not_found_path()  # e.g. /api/v1/pods/foo
     if subresource not in (None, "status"):
         raise st.not_found_path()
+    if subresource == "status" and not resource.status_subresource:
+        raise st.not_found_path()  # a kind without a status subresource has no /status path
     return _Target(resource, namespace, name, subresource, legacy_watch)
+
+
+# The options kind each write verb decodes its query into (metav1.CreateOptions, ...).
+_WRITE_OPTIONS = {
+    "POST": "CreateOptions",
+    "PUT": "UpdateOptions",
+    "PATCH": "PatchOptions",
+    "DELETE": "DeleteOptions",
+}
+
+
+def _dry_run(method: str, query: Query, body_options: JSON | None = None) -> bool:
+    """``dryRun=All`` (in the query, or a DeleteOptions body): validated like a write, never
+    stored. Any other value is refused as apimachinery's ValidateDryRun refuses it."""
+    values = query.values("dryRun")
+    if body_options is not None and isinstance(body_options.get("dryRun"), list):
+        values += [str(v) for v in body_options["dryRun"]]
+    for index, value in enumerate(values):
+        if value != "All":
+            raise st.invalid(
+                _WRITE_OPTIONS.get(method, "CreateOptions"),
+                "meta.k8s.io",
+                "",
+                [
+                    {
+                        "reason": "FieldValueNotSupported",
+                        "message": f'Unsupported value: "{value}": supported values: "All"',
+                        "field": f"dryRun[{index}]",
+                    }
+                ],
+            )
+    return bool(values)
 
 
 def _resource_request(
@@ -291,22 +328,43 @@ def _resource_request(
             return Response(200, tables.object_table(server, target.resource, stored, table))
         return Response(200, stored.json())
     if method == "POST" and target.name is None:
+        dry_run = _dry_run(method, query)
         body = _decode_body(request)
         with server.lock:
-            stored = server._create(target.resource, body, target.namespace)
+            stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
             return Response(201, stored.json())
+    if method == "DELETE" and target.name is None:
+        if "deletecollection" not in target.resource.verbs:
+            raise st.method_not_allowed(method)  # namespaces: one at a time
+        options = _delete_options(request)
+        dry_run = _dry_run(method, query, options)
+        result = server.delete_collection(
+            target.resource,
+            namespace=target.namespace,
+            label_selector=query.get("labelSelector") or "",
+            field_selector=query.get("fieldSelector") or "",
+            dry_run=dry_run,
+        )
+        return _json(200, result)
     if target.name is not None:
         if method == "PUT":
+            dry_run = _dry_run(method, query)
             body = _decode_body(request)
             with server.lock:
                 stored = server._update(
-                    target.resource, target.namespace, target.name, body, target.subresource
+                    target.resource,
+                    target.namespace,
+                    target.name,
+                    body,
+                    target.subresource,
+                    dry_run=dry_run,
                 )
                 return Response(200, stored.json())
         if method == "PATCH":
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
             if content_type not in PATCH_TYPES:
                 raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
+            dry_run = _dry_run(method, query)
             body = _decode_json(_check_size(request.body))
             with server.lock:
                 stored = server._patch(
@@ -316,12 +374,12 @@ def _resource_request(
                     body,
                     content_type,
                     target.subresource,
+                    dry_run=dry_run,
                 )
                 return Response(200, stored.json())
         if method == "DELETE" and target.subresource is None:
-            options = _decode_json(request.body) if request.body.strip() else {}
-            if not isinstance(options, dict):
-                raise st.bad_request("the body of a DELETE request must be a DeleteOptions object")
+            options = _delete_options(request)
+            dry_run = _dry_run(method, query, options)
             preconditions = options.get("preconditions") or {}
             if not isinstance(preconditions, dict):
                 raise st.bad_request("preconditions must be an object")
@@ -330,9 +388,17 @@ def _resource_request(
                 target.name,
                 namespace=target.namespace,
                 preconditions=preconditions,
+                dry_run=dry_run,
             )
             return _json(200, result)
     raise st.method_not_allowed(method)
+
+
+def _delete_options(request: Request) -> JSON:
+    options = _decode_json(request.body) if request.body.strip() else {}
+    if not isinstance(options, dict):
+        raise st.bad_request("the body of a DELETE request must be a DeleteOptions object")
+    return options
 
 
 def _verb(method: str, target: _Target, query: Query) -> str | None:
@@ -342,7 +408,7 @@ def _verb(method: str, target: _Target, query: Query) -> str | None:
             return "watch"
         return "list" if target.name is None else "get"
     if target.name is None:
-        return "create" if method == "POST" else None
+        return {"POST": "create", "DELETE": "deletecollection"}.get(method)
     return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
 
 

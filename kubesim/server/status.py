@@ -113,6 +113,20 @@ def not_acceptable(accepted: list[str]) -> StatusError:
     )
 
 
+def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
+    """403 Forbidden as apimachinery's NewForbidden words it (admission and RBAC refusals)."""
+    qualified = _qualified(resource, group)
+    message = (
+        f'{qualified} "{name}" is forbidden: {why}' if name else f"{qualified} is forbidden: {why}"
+    )
+    details: JSON = {"name": name, "group": group, "kind": resource}
+    if not group:
+        del details["group"]
+    if not name:
+        del details["name"]
+    return StatusError(failure(403, "Forbidden", message, details))
+
+
 def already_exists(resource: str, group: str, name: str) -> StatusError:
     details: JSON = (
         {"name": name, "group": group, "kind": resource}

@@ -171,6 +171,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog. socketserver's default of 5 drops the SYNs of a sixth client opening
+    # at the same moment, which retries a second later: ten watchers starting together waited
+    # that second, long enough for a short history window to expire them. The kernel caps it
+    # at net.core.somaxconn (4096 on current kernels).
+    request_queue_size = 1024
 
     def __init__(
         self,

@@ -254,3 +254,35 @@ def test_http_transport_refuses_a_non_loopback_host_naming_the_argument(host: st
 
 def test_http_transport_is_exported_at_the_package_top_level() -> None:
     assert kubesim.HTTPTransport is HTTPTransport
+
+
+def test_the_listen_backlog_holds_a_hundred_clients_opening_at_once(
+    transport: HTTPTransport,
+) -> None:
+    import shutil
+    import socket
+    import subprocess
+
+    ss = shutil.which("ss")
+    if ss is not None:
+        # The backlog as the kernel has it (Send-Q of a listening socket), whatever it caps.
+        listed = subprocess.run(
+            [ss, "-Hltn", f"sport = :{transport.port}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.split()
+        assert int(listed[2]) >= 128, listed
+    # A hundred connections opened together, then a request on each: every one is answered.
+    sockets = [
+        socket.create_connection(("127.0.0.1", transport.port), timeout=30) for _ in range(100)
+    ]
+    try:
+        for sock in sockets:
+            sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers = [sock.makefile("rb").readline() for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert all(line.startswith(b"HTTP/1.") and b" 200 " in line for line in answers), answers[:3]

@@ -169,3 +169,24 @@ def test_apps_v1_resources_are_served(server: APIServer, no_sockets: None) -> No
         "web", "default", {"metadata": {"labels": {"a": "b"}}}
     )
     assert relabelled.metadata.generation == 2  # metadata changes do not bump generation
+
+
+def test_the_official_clients_cleanup_and_dry_run_calls_work() -> None:
+    # What an end-to-end suite written for a cluster calls to clean up and to check a write.
+    server = APIServer(seed=0)
+    v1 = client.CoreV1Api(kubesim.kubernetes_client(server))
+    for name, tier in (("a", "web"), ("b", "web"), ("c", "db")):
+        pod = make_pod(name, "default")
+        pod["metadata"]["labels"] = {"tier": tier}
+        server.create("pods", pod, namespace="default")
+    v1.delete_collection_namespaced_pod("default", label_selector="tier=web")
+    assert [p.metadata.name for p in v1.list_namespaced_pod("default").items] == ["c"]
+    before = server.resource_version
+    dry = v1.create_namespaced_config_map(
+        "default", {"metadata": {"name": "dry"}, "data": {"k": "v"}}, dry_run="All"
+    )
+    assert dry.metadata.uid
+    assert server.resource_version == before
+    with pytest.raises(ApiException) as refused:
+        v1.read_namespaced_config_map("dry", "default")
+    assert refused.value.status == 404
