@@ -367,6 +367,7 @@ class APIServer:
             "creationTimestamp",
             "deletionTimestamp",
             "selfLink",
+            "generation",
         ):
             meta.pop(owned, None)
         if resource.namespaced:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.server import discovery, tables
+from kubesim.server import discovery, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -214,9 +214,9 @@ def _check_acceptable(request: Request) -> None:
         media = part.split(";")[0].strip().lower()
         if media in ("application/json", "*/*", "application/*", ""):
             return
-    raise st.not_acceptable(
-        ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
-    )
+    # Only what kubesim answers in: it reads YAML and protobuf bodies but writes JSON alone, so
+    # the message must not offer those (kube-apiserver, which writes all three, lists them).
+    raise st.not_acceptable(["application/json"])
 
 
 def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
@@ -432,6 +432,14 @@ def _decode_body(request: Request) -> Any:
         obj = _decode_json(body)
     elif content_type == "application/yaml":
         obj = _decode_yaml(body)
+    elif content_type == protobuf.CONTENT_TYPE:
+        try:
+            obj = protobuf.decode_object(body)
+        except protobuf.UnknownKind:
+            # Custom resources have no protobuf encoding: the real server refuses them so.
+            raise st.unsupported_media_type(["application/json", "application/yaml"]) from None
+        except protobuf.ProtobufError as exc:
+            raise st.bad_request(f"the protobuf body could not be decoded: {exc}") from None
     else:
         raise st.unsupported_media_type(_BODY_TYPES)
     if not isinstance(obj, dict):

@@ -417,3 +417,46 @@ def test_get_pods_prints_the_server_table_header_and_a_row_per_pod_from_its_stat
         ["pending", "0/1", "Pending", "0"],
         ["running", "1/1", "Running", "3"],
     ]
+
+
+def test_create_subcommands_work_whatever_body_encoding_the_version_sends(
+    kubectl: Kubectl, api: Api
+) -> None:
+    # kubectl 1.32+ sends these creates as protobuf (application/vnd.kubernetes.protobuf);
+    # earlier versions as JSON. Either way the objects arrive whole.
+    namespace = f"created-{kubectl.tag}"
+    assert f"namespace/{namespace} created" in kubectl.ok("create", "namespace", namespace)
+    out = kubectl.ok("create", "configmap", "settings", "--from-literal=mode=fast", "-n", namespace)
+    assert "configmap/settings created" in out
+    out = kubectl.ok(
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.25",
+        "--replicas=3",
+        "--port=8080",
+        "-n",
+        namespace,
+    )
+    assert "deployment.apps/web created" in out
+    status, ns = api.request("GET", f"/api/v1/namespaces/{namespace}")
+    assert status == 200
+    assert ns["status"]["phase"] == "Active"
+    status, cm = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/settings")
+    assert status == 200
+    assert cm["data"] == {"mode": "fast"}
+    assert "generation" not in cm["metadata"]
+    status, deploy = api.request("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
+    assert status == 200
+    spec = deploy["spec"]
+    assert spec["replicas"] == 3
+    assert spec["selector"] == {"matchLabels": {"app": "web"}}
+    (container,) = spec["template"]["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("nginx", "nginx:1.25")
+    assert container["ports"][0]["containerPort"] == 8080
+    # What a dry run of the same create answers is not stored.
+    kubectl.ok(
+        "create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server", "-n", namespace
+    )
+    status, _ = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/dry")
+    assert status == 404
