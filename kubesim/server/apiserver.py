@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
-from kubesim.server import lifecycle
+from kubesim.server import defaults, lifecycle
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -170,6 +170,7 @@ class APIServer:
         self._stall: CacheStall | None = None
         for resource in builtin_resources():
             self.register(resource)
+        self._cluster_ips = defaults.cluster_ips()
         self.namespace_resource = self.resource("namespaces")
         for name in namespaces:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
@@ -381,6 +382,9 @@ class APIServer:
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
         _apply_defaults(resource, obj)
+        on_create = defaults.ON_CREATE.get((resource.group, resource.kind))
+        if on_create is not None:
+            on_create(obj, self._cluster_ips)
         lifecycle.prepare_for_create(resource, obj)
         return self._commit(resource, key, ADDED, canonical_object(obj), None, dry_run=dry_run)
 

@@ -147,6 +147,84 @@ def _apps(kind: str, plural: str, **kw: Any) -> ResourceType:
 
 
 def builtin_resources() -> list[ResourceType]:
+    """Every stable built-in resource: the kinds below with their fields, selectors and
+    defaults as kube-apiserver registers them, then every other kind of the generated table
+    (:mod:`kubesim.server.builtin_kinds`) with the generic behaviour of a registry store."""
+    detailed = _detailed_resources()
+    known = {(r.group, r.plural) for r in detailed}
+    generated = []
+    for group, version, kind, plural, namespaced, verbs, subresources in _preferred_versions():
+        if (group, plural) in known:
+            continue
+        generated.append(
+            ResourceType(
+                group=group,
+                version=version,
+                kind=kind,
+                plural=plural,
+                namespaced=namespaced,
+                verbs=verbs,
+                short_names=SHORT_NAMES.get((group, plural), ()),
+                categories=("all",) if (group, plural) in CATEGORY_ALL else (),
+                status_subresource="status" in subresources,
+                # Kinds split into spec and status track spec changes in metadata.generation.
+                generation_fields=("spec",) if "status" in subresources else (),
+            )
+        )
+    return [*detailed, *generated]
+
+
+def _preferred_versions() -> list[
+    tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]]
+]:
+    """One version per resource: the newest stable one (autoscaling/v2 over v1). kubesim keeps
+    one copy of each object, so serving two versions would show two unrelated sets."""
+    from kubesim.server.builtin_kinds import BUILTIN_KINDS
+
+    newest: dict[tuple[str, str], tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]]]
+    newest = {}
+    for row in BUILTIN_KINDS:
+        group, version, plural = row[0], row[1], row[3]
+        seen = newest.get((group, plural))
+        if seen is None or int(version[1:]) > int(seen[1][1:]):
+            newest[(group, plural)] = row
+    return sorted(newest.values(), key=lambda r: (r[0], r[3]))
+
+
+# Short names and the "all" category, as the registry stores declare them
+# (pkg/registry/*/*/storage/storage.go ShortNames() and Categories()).
+SHORT_NAMES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "componentstatuses"): ("cs",),
+    ("", "endpoints"): ("ep",),
+    ("", "events"): ("ev",),
+    ("", "limitranges"): ("limits",),
+    ("", "persistentvolumeclaims"): ("pvc",),
+    ("", "persistentvolumes"): ("pv",),
+    ("", "replicationcontrollers"): ("rc",),
+    ("", "resourcequotas"): ("quota",),
+    ("", "serviceaccounts"): ("sa",),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ("crd", "crds"),
+    ("autoscaling", "horizontalpodautoscalers"): ("hpa",),
+    ("batch", "cronjobs"): ("cj",),
+    ("certificates.k8s.io", "certificatesigningrequests"): ("csr",),
+    ("events.k8s.io", "events"): ("ev",),
+    ("networking.k8s.io", "ingresses"): ("ing",),
+    ("networking.k8s.io", "networkpolicies"): ("netpol",),
+    ("policy", "poddisruptionbudgets"): ("pdb",),
+    ("scheduling.k8s.io", "priorityclasses"): ("pc",),
+    ("storage.k8s.io", "storageclasses"): ("sc",),
+}
+CATEGORY_ALL = frozenset(
+    {
+        ("", "replicationcontrollers"),
+        ("autoscaling", "horizontalpodautoscalers"),
+        ("batch", "cronjobs"),
+        ("batch", "jobs"),
+    }
+)
+
+
+def _detailed_resources() -> list[ResourceType]:
     return [
         _core(
             "Pod",

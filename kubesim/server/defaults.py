@@ -1,0 +1,77 @@
+"""Defaults kube-apiserver fills in on create, for the fields clients commonly read back.
+
+Each function follows the defaulting functions of its API group (``SetDefaults_*`` in
+pkg/apis/<group>/v1/defaults.go) and the registry strategies' ``PrepareForCreate`` for status;
+only fields a client or a test is likely to read are covered. Allocation (a Service's
+``clusterIP``) is deterministic: the n-th Service created gets the n-th address.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+def _mapping(obj: JSON, key: str) -> JSON:
+    value = obj.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        obj[key] = value
+    return value
+
+
+def service(obj: JSON, addresses: Iterator[str]) -> None:
+    spec = _mapping(obj, "spec")
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
+        spec["clusterIP"] = next(addresses)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    obj["status"] = {"loadBalancer": {}}  # status is the server's, whatever was sent
+
+
+def deployment(obj: JSON, _: Iterator[str]) -> None:
+    spec = _mapping(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = _mapping(spec, "strategy")
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _mapping(strategy, "rollingUpdate")
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    obj["status"] = {}
+
+
+def job(obj: JSON, _: Iterator[str]) -> None:
+    spec = _mapping(obj, "spec")
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    obj["status"] = {}
+
+
+ON_CREATE: dict[tuple[str, str], Callable[[JSON, Iterator[str]], None]] = {
+    ("", "Service"): service,
+    ("apps", "Deployment"): deployment,
+    ("batch", "Job"): job,
+}
+
+
+def cluster_ips() -> Iterator[str]:
+    """10.96.0.1 is the ``kubernetes`` Service's; others get 10.96.0.10 onwards."""
+    for n in itertools.count(10):
+        yield f"10.96.{n // 256}.{n % 256}"
