@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
-from kubesim.server import defaults, lifecycle
+from kubesim.server import crds, defaults, lifecycle
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -193,6 +193,16 @@ class APIServer:
             self._resources[key] = resource
         return resource
 
+    def unregister(self, resource: ResourceType) -> None:
+        """Stop serving ``resource`` (a deleted CRD's): its watches end cleanly once they have
+        delivered what was queued."""
+        with self.lock:
+            self._resources.pop((resource.group, resource.version, resource.plural), None)
+            for watcher in list(self._watchers.values()):
+                if watcher.resource is resource:
+                    watcher.close_when_drained()  # after the DELETED events already queued
+            self._notify_changed()
+
     @property
     def resources(self) -> list[ResourceType]:
         return list(self._resources.values())
@@ -213,6 +223,10 @@ class APIServer:
             if (not group or r.group == group)
             and name in (r.plural, r.kind, r.singular_name, *r.short_names)
         ]
+        if len(matches) > 1:
+            # kubectl's RESTMapper puts the core group first: "events" is core/v1 events.
+            core = [r for r in matches if r.group == ""]
+            matches = core if len(core) == 1 else matches
         if len(matches) == 1:
             return matches[0]
         known = sorted(
@@ -282,6 +296,8 @@ class APIServer:
         else:
             self._offer(event)
         self._notify_changed()
+        if crds.is_crd_resource(resource):
+            crds.sync(self, event)
         return stored
 
     def _offer(self, event: Any) -> None:

@@ -347,8 +347,13 @@ class ServerMachine(RuleBasedStateMachine):
         meta = obj["metadata"]
         if kind == "delete":
             deleted = not meta.get("finalizers")
+        elif kind == "unfinalize" and meta.get("deletionTimestamp"):
+            # Removing the last finalizer of a deleted object deletes it; the answer is the
+            # last stored state (store.go deleteWithoutFinalizers), finalizers and all, so
+            # whether it is gone is asked of the server.
+            deleted = call(server, "GET", path).status == 404
         else:
-            deleted = bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+            deleted = False
         self.record(key, obj, deleted=deleted)
 
     @rule(op=write_ops)
