@@ -44,6 +44,7 @@ def served_resource(crd: JSON) -> ResourceType | None:
     if not (group and plural and kind and storage is not None and storage.get("name")):
         return None
     subresources = _mapping(storage.get("subresources"))
+    schema = _mapping(_mapping(storage.get("schema")).get("openAPIV3Schema")) or None
     return ResourceType(
         group=str(group),
         version=str(storage["name"]),
@@ -57,6 +58,7 @@ def served_resource(crd: JSON) -> ResourceType | None:
         return_deleted_object=True,
         list_items_have_type=True,
         generation_fields=("spec",),
+        openapi_schema=schema,
     )
 
 

@@ -102,6 +102,8 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     # A /status subresource: main-resource updates keep status, /status updates only status.
     status_subresource: bool = False
+    # A custom resource's OpenAPI v3 schema (its CRD's openAPIV3Schema), for /openapi/v3.
+    openapi_schema: Mapping[str, Any] | None = None
 
     @property
     def api_version(self) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.server import discovery, protobuf, tables
+from kubesim.server import discovery, openapi, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -191,9 +191,16 @@ def _dispatch(server: APIServer, request: Request) -> Response:
         return _admin(server, request, segments[1:])
     # A path that names nothing is 404 whatever the Accept header says: the apiserver's
     # NotFound handler writes an error status as JSON even when negotiation fails
-    # (responsewriters.WriteObjectNegotiated). kubectl 1.27/1.28 ask /openapi/v2 with a protobuf
-    # Accept and expect 404 (or 406) before falling back to /swagger-2.0.0.pb-v1.
+    # (responsewriters.WriteObjectNegotiated).
     if request.method in ("GET", "HEAD"):
+        if segments in (["openapi", "v2"], ["swagger-2.0.0.pb-v1"]):
+            # client-go reads OpenAPI v2 only as gnostic protobuf (kubectl 1.27 and 1.28 do).
+            accept = request.header("Accept")
+            if segments == ["openapi", "v2"] and openapi.V2_PROTOBUF not in accept:
+                raise st.not_acceptable([openapi.V2_PROTOBUF])
+            return Response(
+                200, openapi.v2_document(server.resources), openapi.V2_PROTOBUF_CONTENT_TYPE
+            )
         fixed = _fixed_document(server, segments)
         if fixed is not None:
             if fixed.content_type == JSON_TYPE:
@@ -238,6 +245,19 @@ def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
             raise st.not_found_path()
     elif segments == ["version"]:
         doc = discovery.SERVER_VERSION
+    elif segments == ["openapi", "v3"]:
+        doc = openapi.index(resources)
+    elif segments[:2] == ["openapi", "v3"] and len(segments) in (4, 5):
+        rest = segments[2:]
+        group, version = (
+            ("", rest[1])
+            if rest[0] == "api" and len(rest) == 2
+            else ((rest[1], rest[2]) if rest[0] == "apis" and len(rest) == 3 else ("", ""))
+        )
+        body = openapi.group_version_document(resources, group, version) if version else None
+        if body is None:
+            raise st.not_found_path()
+        return Response(200, body, JSON_TYPE)
     elif segments in (["healthz"], ["livez"], ["readyz"]):
         return Response(200, b"ok", "text/plain; charset=utf-8")
     return None if doc is None else _json(200, doc)

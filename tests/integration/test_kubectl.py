@@ -9,8 +9,8 @@ and a subprocess timeout as a hang guard. Watches are ended by the server
 polls kubectl's output rather than relying on wall-clock timing.
 
 What each command sends is in docs/reference ``clients-measured.md`` section 2.2 and
-``k8s-wire.md`` section 4.1. ``apply`` runs with ``--validate=false``: kubesim serves no OpenAPI
-documents, and kubectl's default validation needs them.
+``k8s-wire.md`` section 4.1. ``apply`` runs with its default validation: kubesim serves the
+OpenAPI documents kubectl reads to learn that the server validates fields.
 
 kubesim answers kubectl's ``Accept: ...;as=Table;...`` with a server-side Table (pods: NAME READY
 STATUS RESTARTS AGE), so kubectl prints the server's cells. AGE follows the server's virtual
@@ -333,7 +333,7 @@ def test_apply_creates_then_a_reapply_sends_a_strategic_merge_patch_that_changes
         manifest.write_text(json.dumps(pod, indent=2))
 
     write("one", "busybox:1.36")
-    out = kubectl.ok("apply", "-f", str(manifest), "--validate=false", "-n", namespace)
+    out = kubectl.ok("apply", "-f", str(manifest), "-n", namespace)
     assert "pod/applied created" in out
     status, first = api.get_pod(namespace, "applied")
     assert status == 200
@@ -341,7 +341,7 @@ def test_apply_creates_then_a_reapply_sends_a_strategic_merge_patch_that_changes
     assert "kubectl.kubernetes.io/last-applied-configuration" in first["metadata"]["annotations"]
 
     write("two", "busybox:1.37")
-    out = kubectl.ok("apply", "-f", str(manifest), "--validate=false", "-n", namespace)
+    out = kubectl.ok("apply", "-f", str(manifest), "-n", namespace)
     assert "pod/applied configured" in out
     status, second = api.get_pod(namespace, "applied")
     assert status == 200
@@ -460,3 +460,65 @@ def test_create_subcommands_work_whatever_body_encoding_the_version_sends(
     )
     status, _ = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/dry")
     assert status == 404
+
+
+def test_apply_with_default_validation_registers_a_crd_and_applies_its_objects(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    # Default flags: kubectl asks OpenAPI (v3 from 1.29, v2 in protobuf before) whether the
+    # server validates fields, then sends fieldValidation=Strict. No --validate=false.
+    group = f"v{kubectl.tag}.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {
+                "plural": "gadgets",
+                "singular": "gadget",
+                "kind": "Gadget",
+                "shortNames": ["gd"],
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    (tmp_path / "crd.json").write_text(json.dumps(crd))
+    (tmp_path / "gadget.json").write_text(
+        json.dumps(
+            {
+                "apiVersion": f"{group}/v1",
+                "kind": "Gadget",
+                "metadata": {"name": "g1"},
+                "spec": {"n": 1},
+            }
+        )
+    )
+    assert "created" in kubectl.ok("apply", "-f", str(tmp_path / "crd.json"))
+    assert f"gadget.{group}/g1 created" in kubectl.ok("apply", "-f", str(tmp_path / "gadget.json"))
+    assert "g1" in kubectl.ok("get", f"gadgets.{group}")
+    assert "deleted" in kubectl.ok("delete", "-f", str(tmp_path / "crd.json"))
+
+
+def test_explain_renders_the_schema_of_a_built_in_kind(kubectl: Kubectl) -> None:
+    out = kubectl.ok("explain", "deployment.spec.replicas")
+    assert "KIND:" in out
+    assert "Deployment" in out
+    assert "replicas" in out
+    assert "<integer>" in out
+    pods = kubectl.ok("explain", "pods")
+    assert "Pod is a collection of containers" in " ".join(pods.split())
+    assert "metadata\t<ObjectMeta>" in pods
