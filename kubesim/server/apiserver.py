@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
-from kubesim.server import crds, defaults, lifecycle
+from kubesim.server import crds, defaults, lifecycle, managed_fields
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_object, deep_copy, dumps
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -171,6 +171,9 @@ class APIServer:
         for resource in builtin_resources():
             self.register(resource)
         self._cluster_ips = defaults.cluster_ips()
+        # The field manager of the write being served (set by the HTTP routes, under the lock,
+        # for requests that name one): its writes are recorded in metadata.managedFields.
+        self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
         for name in namespaces:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
@@ -280,6 +283,10 @@ class APIServer:
             rv = 0 if old is None else old.rv
             obj["metadata"]["resourceVersion"] = "" if old is None else str(rv)
             return Stored(obj, rv)
+        if self.field_manager is not None and event_type != DELETED:
+            managed_fields.record_update(
+                None if old is None else old.obj, obj, self.field_manager, self.clock.timestamp()
+            )
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         stored = Stored(obj, rv)
@@ -484,6 +491,8 @@ class APIServer:
         old = current.obj
         meta = obj["metadata"]
         # Server-owned metadata survives any update.
+        if "managedFields" in old["metadata"] and "managedFields" not in meta:
+            meta["managedFields"] = old["metadata"]["managedFields"]  # kept when not sent
         for owned in (
             "uid",
             "creationTimestamp",
@@ -587,6 +596,63 @@ class APIServer:
             subresource,
             dry_run=dry_run,
         )
+
+    def server_side_apply(
+        self,
+        resource: str | ResourceType,
+        name: str,
+        applied: JSON,
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> tuple[JSON, bool]:
+        """PATCH with ``application/apply-patch+yaml``: ``field_manager`` applies ``applied``
+        (see :mod:`kubesim.server.managed_fields`). Returns the object and whether it was
+        created."""
+        with self.lock:
+            res = self.resource(resource)
+            stored, created = self._server_side_apply(
+                res, namespace, name, applied, field_manager, force=force, dry_run=dry_run
+            )
+            return deep_copy(stored.obj), created
+
+    def _server_side_apply(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        applied: Any,
+        field_manager: str,
+        *,
+        force: bool,
+        dry_run: bool,
+    ) -> tuple[Stored, bool]:
+        applied = self._check_body(resource, deep_copy(applied), namespace)
+        meta = applied.setdefault("metadata", {})
+        if not isinstance(meta, dict) or meta.get("name") not in (None, name):
+            raise st.bad_request("metadata.name in the applied object must match the URL")
+        meta["name"] = name
+        key = self._key(resource, namespace, name)
+        current = self.storage.get(resource, key)
+        result = managed_fields.apply(
+            None if current is None else current.obj,
+            applied,
+            field_manager,
+            force=force,
+            time=self.clock.timestamp(),
+            kind=resource.plural,
+            name=name,
+        )
+        # The apply wrote its own managedFields entry: no Update entry on top of it.
+        manager, self.field_manager = self.field_manager, None
+        try:
+            if current is None:
+                return self._create(resource, result, namespace, dry_run=dry_run), True
+            return self._replace(resource, key, current, result, None, dry_run=dry_run), False
+        finally:
+            self.field_manager = manager
 
     def delete(
         self,

@@ -13,8 +13,9 @@ boolean is false only when absent, ``0`` or ``false`` (any case), so ``watch``, 
 
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,7 +351,7 @@ def _resource_request(
     if method == "POST" and target.name is None:
         dry_run = _dry_run(method, query)
         body = _decode_body(request)
-        with server.lock:
+        with server.lock, _managing(server, query):
             stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
             return Response(201, stored.json())
     if method == "DELETE" and target.name is None:
@@ -370,7 +371,7 @@ def _resource_request(
         if method == "PUT":
             dry_run = _dry_run(method, query)
             body = _decode_body(request)
-            with server.lock:
+            with server.lock, _managing(server, query):
                 stored = server._update(
                     target.resource,
                     target.namespace,
@@ -382,11 +383,17 @@ def _resource_request(
                 return Response(200, stored.json())
         if method == "PATCH":
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
+            if content_type == APPLY_PATCH:
+                return _server_side_apply(server, target, request, query)
             if content_type not in PATCH_TYPES:
                 raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
+            if query.get("force") is not None:
+                raise _patch_options_invalid(
+                    "force", "Forbidden: may not be specified for non-apply patch"
+                )
             dry_run = _dry_run(method, query)
             body = _decode_json(_check_size(request.body))
-            with server.lock:
+            with server.lock, _managing(server, query):
                 stored = server._patch(
                     target.resource,
                     target.namespace,
@@ -412,6 +419,54 @@ def _resource_request(
             )
             return _json(200, result)
     raise st.method_not_allowed(method)
+
+
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+@contextlib.contextmanager
+def _managing(server: APIServer, query: Query) -> Iterator[None]:
+    """The request's ``fieldManager`` owns what its write changes (metadata.managedFields)."""
+    server.field_manager = query.get("fieldManager") or None
+    try:
+        yield
+    finally:
+        server.field_manager = None
+
+
+def _patch_options_invalid(field: str, message: str) -> st.StatusError:
+    return st.invalid(
+        "PatchOptions",
+        "meta.k8s.io",
+        "",
+        [{"reason": "FieldValueInvalid", "message": message, "field": field}],
+    )
+
+
+def _server_side_apply(
+    server: APIServer, target: _Target, request: Request, query: Query
+) -> Response:
+    manager = query.get("fieldManager")
+    if not manager:
+        raise _patch_options_invalid("fieldManager", "Required value: is required for apply patch")
+    if target.subresource is not None:
+        raise st.unsupported_media_type(list(PATCH_TYPES))  # apply to /status: not modelled
+    dry_run = _dry_run("PATCH", query)
+    body = _decode_yaml(_check_size(request.body))  # YAML, of which JSON is a subset
+    if not isinstance(body, dict):
+        raise st.bad_request("the applied configuration must be an object")
+    assert target.name is not None
+    with server.lock:
+        stored, created = server._server_side_apply(
+            target.resource,
+            target.namespace,
+            target.name,
+            body,
+            manager,
+            force=query.flag("force"),
+            dry_run=dry_run,
+        )
+        return Response(201 if created else 200, stored.json())
 
 
 def _delete_options(request: Request) -> JSON:

@@ -522,3 +522,44 @@ def test_explain_renders_the_schema_of_a_built_in_kind(kubectl: Kubectl) -> None
     pods = kubectl.ok("explain", "pods")
     assert "Pod is a collection of containers" in " ".join(pods.split())
     assert "metadata\t<ObjectMeta>" in pods
+
+
+def test_server_side_apply_records_ownership_and_refuses_a_conflict_until_forced(
+    kubectl: Kubectl, api: Api, tmp_path: Path
+) -> None:
+    namespace = api.namespace(f"ssa-{kubectl.tag}")
+    manifest = tmp_path / "cm.json"
+
+    def write(value: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "owned"},
+            "data": {"k": value},
+        }
+        manifest.write_text(json.dumps(body))
+
+    write("one")
+    assert "serverside-applied" in kubectl.ok(
+        "apply", "--server-side", "-f", str(manifest), "-n", namespace
+    )
+    write("two")
+    refused = kubectl.run(
+        "apply", "--server-side", "--field-manager=other", "-f", str(manifest), "-n", namespace
+    )
+    assert refused.returncode != 0
+    assert 'conflict with "kubectl"' in refused.stderr
+    kubectl.ok(
+        "apply",
+        "--server-side",
+        "--field-manager=other",
+        "--force-conflicts",
+        "-f",
+        str(manifest),
+        "-n",
+        namespace,
+    )
+    status, cm = api.request("GET", f"/api/v1/namespaces/{namespace}/configmaps/owned")
+    assert status == 200
+    assert cm["data"] == {"k": "two"}
+    assert [e["manager"] for e in cm["metadata"]["managedFields"]] == ["other"]

@@ -1,0 +1,126 @@
+"""Server-side apply and field ownership (metadata.managedFields), over the wire.
+
+PATCH with ``application/apply-patch+yaml`` and a ``fieldManager``: created when absent; the
+manager's ``Apply`` entry lists its fields; another manager changing a field it does not own is a
+409 naming the field and its owner unless ``force=true``; a manager that stops applying a field
+removes it; ordinary writes that name a field manager are recorded as ``Update`` entries, so a
+client-side apply followed by a server-side one with other values conflicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .objects import configmap, configmaps
+from .wire import Endpoint, query
+
+APPLY = "application/apply-patch+yaml"
+
+
+def applied(data: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    body = configmap("cm")
+    body["data"] = data
+    if labels:
+        body["metadata"]["labels"] = labels
+    return body
+
+
+def owners(obj: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    return {
+        e["manager"]: (e["operation"], e["fieldsV1"])
+        for e in obj["metadata"].get("managedFields", [])
+    }
+
+
+def test_apply_creates_then_records_what_each_manager_owns(api: Endpoint, ns: str) -> None:
+    path = configmaps(ns, "cm")
+    created = api.request(
+        "PATCH", path + query(fieldManager="alice"), applied({"a": "1"}), content_type=APPLY
+    )
+    assert created.status == 201, created
+    assert owners(created.json()) == {"alice": ("Apply", {"f:data": {"f:a": {}}})}
+    second = api.ok(
+        "PATCH", path + query(fieldManager="bob"), applied({"b": "2"}), content_type=APPLY
+    )
+    assert second["data"] == {"a": "1", "b": "2"}
+    assert owners(second)["bob"] == ("Apply", {"f:data": {"f:b": {}}})
+    # alice stops applying "a" and applies "c": "a" goes, "c" comes, bob's "b" stays.
+    third = api.ok(
+        "PATCH", path + query(fieldManager="alice"), applied({"c": "3"}), content_type=APPLY
+    )
+    assert third["data"] == {"b": "2", "c": "3"}
+
+
+def test_a_conflict_names_the_field_and_its_owner_and_force_takes_it_over(
+    api: Endpoint, ns: str
+) -> None:
+    path = configmaps(ns, "cm")
+    api.request(
+        "PATCH", path + query(fieldManager="alice"), applied({"a": "1"}), content_type=APPLY
+    )
+    refused = api.request(
+        "PATCH", path + query(fieldManager="bob"), applied({"a": "2"}), content_type=APPLY
+    )
+    assert refused.status == 409, refused
+    status = refused.json()
+    assert status["reason"] == "Conflict"
+    assert (
+        status["message"] == 'Apply failed with 1 conflict: conflict with "alice" using v1: .data.a'
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "alice" using v1',
+            "field": ".data.a",
+        }
+    ]
+    assert api.ok("GET", path)["data"] == {"a": "1"}
+    # The same value is no conflict: both own it.
+    api.ok("PATCH", path + query(fieldManager="bob"), applied({"a": "1"}), content_type=APPLY)
+    forced = api.ok(
+        "PATCH",
+        path + query(fieldManager="carol", force="true"),
+        applied({"a": "3"}),
+        content_type=APPLY,
+    )
+    assert forced["data"] == {"a": "3"}
+    held = owners(forced)
+    assert held["carol"] == ("Apply", {"f:data": {"f:a": {}}})
+    assert "alice" not in held
+    assert "bob" not in held
+
+
+def test_ordinary_writes_are_update_entries_that_server_side_apply_conflicts_with(
+    api: Endpoint, ns: str
+) -> None:
+    path = configmaps(ns, "cm")
+    api.ok(
+        "POST",
+        configmaps(ns) + query(fieldManager="kubectl-client-side-apply"),
+        applied({"a": "1"}),
+        expect=201,
+    )
+    got = api.ok("GET", path)
+    assert owners(got) == {"kubectl-client-side-apply": ("Update", {"f:data": {"f:a": {}}})}
+    refused = api.request(
+        "PATCH", path + query(fieldManager="kubectl"), applied({"a": "2"}), content_type=APPLY
+    )
+    assert refused.status == 409
+    assert 'conflict with "kubectl-client-side-apply"' in refused.json()["message"]
+
+
+def test_apply_needs_a_field_manager_and_force_needs_apply(api: Endpoint, ns: str) -> None:
+    path = configmaps(ns, "cm")
+    refused = api.request("PATCH", path, applied({"a": "1"}), content_type=APPLY)
+    assert refused.status == 422, refused
+    assert refused.json()["details"]["causes"][0]["field"] == "fieldManager"
+    api.ok("POST", configmaps(ns), applied({"a": "1"}), expect=201)
+    forced = api.request(
+        "PATCH",
+        path + query(force="true"),
+        {"data": {"a": "2"}},
+        content_type="application/merge-patch+json",
+    )
+    assert forced.status == 422, forced
+    # Writes that name no manager leave no managedFields (the Python clients' default).
+    assert "managedFields" not in api.ok("GET", path)["metadata"]
