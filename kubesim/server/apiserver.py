@@ -32,6 +32,7 @@ from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, R
 from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources
+from kubesim.server.scale import apply_scale, scale_of
 from kubesim.server.selectors import FieldSelector, LabelSelector
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
 from kubesim.server.validation import validate_object
@@ -440,6 +441,30 @@ class APIServer:
             return deep_copy(
                 self._update(res, namespace, str(name), obj, subresource, dry_run=dry_run).obj
             )
+
+    # -- /scale (kubesim.server.scale) ------------------------------------------------------
+    def _get_scale(self, resource: ResourceType, namespace: str | None, name: str) -> JSON:
+        return scale_of(resource, self._get(resource, namespace, name).obj)
+
+    def _update_scale(
+        self, resource: ResourceType, namespace: str | None, name: str, scale: Any
+    ) -> JSON:
+        current = self._get(resource, namespace, name)
+        wanted = apply_scale(resource, current.obj, scale, name)
+        stored = self._update(resource, namespace, name, wanted, None)
+        return scale_of(resource, stored.obj)
+
+    def _patch_scale(
+        self, resource: ResourceType, namespace: str | None, name: str, patch: Any, patch_type: str
+    ) -> JSON:
+        from kubesim.server.patch import PatchError
+
+        current = self._get_scale(resource, namespace, name)
+        try:
+            patched = apply_patch(current, patch, patch_type)
+        except PatchError as exc:
+            raise st.bad_request(str(exc)) from exc
+        return self._update_scale(resource, namespace, name, patched)
 
     def _update(
         self,

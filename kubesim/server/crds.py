@@ -1,11 +1,11 @@
 """CustomResourceDefinitions serve their resource while they exist, as apiextensions-apiserver.
 
 Creating an ``apiextensions.k8s.io/v1`` CustomResourceDefinition registers its resource: group,
-names (plural, singular, kind, short names, categories), scope, and a ``/status`` subresource
-only when the storage version declares one. Its status then reports the names accepted and the
-definition ``Established`` (one more write, as the apiextensions controllers make it). Deleting
-the CRD deletes every object of its resource (a ``DELETED`` each), ends the watches on it and
-stops serving it.
+names (plural, singular, kind, short names, categories), scope, and ``/status`` and ``/scale``
+subresources only when the storage version declares them. Its status then reports the names
+accepted and the definition ``Established`` (one more write, as the apiextensions controllers
+make it). Deleting the CRD deletes every object of its resource (a ``DELETED`` each), ends the
+watches on it and stops serving it.
 
 Simplifications, stated: one version is served, the storage version (kubesim keeps one copy of
 each object, so there is nothing to convert between versions); a change to a CRD's names or
@@ -44,6 +44,10 @@ def served_resource(crd: JSON) -> ResourceType | None:
     if not (group and plural and kind and storage is not None and storage.get("name")):
         return None
     subresources = _mapping(storage.get("subresources"))
+    # subresources.scale names where the replicas and the selector live (customresource/etcd.go
+    # ScaleREST); without it the resource has no /scale.
+    scale = subresources.get("scale")
+    scale_paths = _mapping(scale)
     schema = _mapping(_mapping(storage.get("schema")).get("openAPIV3Schema")) or None
     return ResourceType(
         group=str(group),
@@ -55,6 +59,10 @@ def served_resource(crd: JSON) -> ResourceType | None:
         short_names=tuple(names.get("shortNames") or ()),
         categories=tuple(names.get("categories") or ()),
         status_subresource="status" in subresources,
+        scale_subresource=isinstance(scale, dict),
+        scale_spec_replicas_path=str(scale_paths.get("specReplicasPath") or ".spec.replicas"),
+        scale_status_replicas_path=str(scale_paths.get("statusReplicasPath") or ".status.replicas"),
+        scale_label_selector_path=scale_paths.get("labelSelectorPath"),
         return_deleted_object=True,
         list_items_have_type=True,
         generation_fields=("spec",),

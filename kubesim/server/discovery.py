@@ -91,9 +91,112 @@ def api_resource_list(resources: list[ResourceType], group: str, version: str) -
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        if r.scale_subresource:
+            entries.append(
+                {
+                    "name": f"{r.plural}/scale",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }
+            )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": entries,
+    }
+
+
+# -- aggregated discovery (apidiscovery.k8s.io) ------------------------------------------------
+# kubectl 1.26+ asks /api and /apis for an APIGroupDiscoveryList first (client-go
+# discovery/aggregated_discovery.go); the server answers with the first version it serves among
+# those the Accept header lists, and says which in the Content-Type, or plain JSON otherwise
+# (staging/src/k8s.io/apiserver/pkg/endpoints/discovery/aggregated/negotiation.go).
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
+
+
+def aggregated_version(accept: str) -> str | None:
+    """The apidiscovery version to answer with, or None for the legacy documents."""
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        if fields[0].lower() not in ("application/json", "application/*", "*/*"):
+            continue
+        params = dict(f.partition("=")[::2] for f in fields[1:])
+        if (
+            params.get("g") == "apidiscovery.k8s.io"
+            and params.get("as") == "APIGroupDiscoveryList"
+            and params.get("v") in AGGREGATED_VERSIONS
+        ):
+            return params["v"]
+        if not params.get("g"):
+            return None  # a plain media type came first: the client prefers it
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+
+
+def _discovery_resource(r: ResourceType) -> JSON:
+    entry: JSON = {
+        "resource": r.plural,
+        "responseKind": {"group": "", "version": "", "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular_name,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    subresources: list[JSON] = []
+    if r.scale_subresource:
+        subresources.append(
+            {
+                "subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "verbs": ["get", "patch", "update"],
+            }
+        )
+    if r.status_subresource:
+        subresources.append(
+            {
+                "subresource": "status",
+                "responseKind": {"group": "", "version": "", "kind": r.kind},
+                "verbs": ["get", "patch", "update"],
+            }
+        )
+    if subresources:
+        entry["subresources"] = subresources
+    return entry
+
+
+def aggregated(resources: list[ResourceType], *, legacy: bool, version: str) -> JSON:
+    """The APIGroupDiscoveryList for /api (``legacy``) or /apis."""
+    items: list[JSON] = []
+    groups = {"": ["v1"]} if legacy else _groups(resources)
+    for group, versions in sorted(groups.items()) if not legacy else groups.items():
+        entries = []
+        for v in versions:
+            chosen = sorted(
+                (r for r in resources if r.group == group and r.version == v),
+                key=lambda r: r.plural,
+            )
+            entries.append(
+                {
+                    "version": v,
+                    "resources": [_discovery_resource(r) for r in chosen],
+                    "freshness": "Current",
+                }
+            )
+        items.append({"metadata": {"name": group} if group else {}, "versions": entries})
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
     }

@@ -7,6 +7,7 @@ whether DELETE answers with the object or with a ``Status``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,12 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     # A /status subresource: main-resource updates keep status, /status updates only status.
     status_subresource: bool = False
+    # A /scale subresource (autoscaling/v1 Scale) and, for custom resources, where the
+    # replicas and the selector live (the CRD's subresources.scale paths).
+    scale_subresource: bool = False
+    scale_spec_replicas_path: str = ".spec.replicas"
+    scale_status_replicas_path: str = ".status.replicas"
+    scale_label_selector_path: str | None = None
     # A custom resource's OpenAPI v3 schema (its CRD's openAPIV3Schema), for /openapi/v3.
     openapi_schema: Mapping[str, Any] | None = None
 
@@ -152,10 +159,17 @@ def builtin_resources() -> list[ResourceType]:
     """Every stable built-in resource: the kinds below with their fields, selectors and
     defaults as kube-apiserver registers them, then every other kind of the generated table
     (:mod:`kubesim.server.builtin_kinds`) with the generic behaviour of a registry store."""
-    detailed = _detailed_resources()
+    rows = _preferred_versions()
+    # /scale where the client has a scale operation (deployments, replicasets, statefulsets,
+    # replicationcontrollers in this release): their registry storage.go adds a ScaleREST.
+    scaled = {(row[0], row[3]) for row in rows if "scale" in row[6]}
+    detailed = [
+        dataclasses.replace(r, scale_subresource=True) if (r.group, r.plural) in scaled else r
+        for r in _detailed_resources()
+    ]
     known = {(r.group, r.plural) for r in detailed}
     generated = []
-    for group, version, kind, plural, namespaced, verbs, subresources in _preferred_versions():
+    for group, version, kind, plural, namespaced, verbs, subresources in rows:
         if (group, plural) in known:
             continue
         generated.append(
@@ -169,6 +183,7 @@ def builtin_resources() -> list[ResourceType]:
                 short_names=SHORT_NAMES.get((group, plural), ()),
                 categories=("all",) if (group, plural) in CATEGORY_ALL else (),
                 status_subresource="status" in subresources,
+                scale_subresource="scale" in subresources,
                 # Kinds split into spec and status track spec changes in metadata.generation.
                 generation_fields=("spec",) if "status" in subresources else (),
             )

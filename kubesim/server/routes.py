@@ -193,6 +193,13 @@ def _dispatch(server: APIServer, request: Request) -> Response:
     # A path that names nothing is 404 whatever the Accept header says: the apiserver's
     # NotFound handler writes an error status as JSON even when negotiation fails
     # (responsewriters.WriteObjectNegotiated).
+    if request.method in ("GET", "HEAD") and segments in (["api"], ["apis"]):
+        version = discovery.aggregated_version(request.header("Accept"))
+        if version is not None:
+            doc = discovery.aggregated(
+                server.resources, legacy=segments == ["api"], version=version
+            )
+            return Response(200, dumps(doc), discovery.aggregated_content_type(version))
     if request.method in ("GET", "HEAD"):
         if segments in (["openapi", "v2"], ["swagger-2.0.0.pb-v1"]):
             # client-go reads OpenAPI v2 only as gnostic protobuf (kubectl 1.27 and 1.28 do).
@@ -282,10 +289,13 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
     subresource = rest[2] if len(rest) == 3 else None
     if resource.namespaced and name is not None and namespace is None:
         raise st.not_found_path()  # e.g. /api/v1/pods/foo
-    if subresource not in (None, "status"):
+    # Only the kinds whose storage registers a subresource serve its path; elsewhere it is a
+    # path that names nothing (404), e.g. /status of a ConfigMap or /scale of a Job.
+    if subresource is not None and not (
+        (subresource == "status" and resource.status_subresource)
+        or (subresource == "scale" and resource.scale_subresource)
+    ):
         raise st.not_found_path()
-    if subresource == "status" and not resource.status_subresource:
-        raise st.not_found_path()  # a kind without a status subresource has no /status path
     return _Target(resource, namespace, name, subresource, legacy_watch)
 
 
@@ -335,6 +345,8 @@ def _resource_request(
             if injected is not None:
                 server.trace.record("injected-failure", verb, target.resource.plural, injected.code)
                 raise injected
+    if target.subresource == "scale":
+        return _scale(server, request, target, query)
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -422,6 +434,28 @@ def _resource_request(
 
 
 APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def _scale(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """GET, PUT and PATCH of an autoscaling/v1 Scale (see kubesim.server.scale)."""
+    assert target.name is not None
+    name, namespace, resource = target.name, target.namespace, target.resource
+    with server.lock:
+        if request.method == "GET":
+            return _json(200, server._get_scale(resource, namespace, name))
+        if request.method == "PUT":
+            body = _decode_body(request)
+            with _managing(server, query):
+                return _json(200, server._update_scale(resource, namespace, name, body))
+        if request.method == "PATCH":
+            content_type = request.header("Content-Type").split(";")[0].strip().lower()
+            if content_type not in PATCH_TYPES:
+                raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
+            body = _decode_json(_check_size(request.body))
+            with _managing(server, query):
+                scale = server._patch_scale(resource, namespace, name, body, content_type)
+            return _json(200, scale)
+    raise st.method_not_allowed(request.method)
 
 
 @contextlib.contextmanager
