@@ -563,3 +563,128 @@ def test_server_side_apply_records_ownership_and_refuses_a_conflict_until_forced
     assert status == 200
     assert cm["data"] == {"k": "two"}
     assert [e["manager"] for e in cm["metadata"]["managedFields"]] == ["other"]
+
+
+# -- every built-in kind, and CRDs -----------------------------------------------------------
+def _preferred_resource_names(api: Api) -> set[str]:
+    """What ``kubectl api-resources -o name`` should print: each group's preferred version."""
+    names = {r["name"] for r in api.ok("GET", "/api/v1")["resources"] if "/" not in r["name"]}
+    for group in api.ok("GET", "/apis")["groups"]:
+        listing = api.ok("GET", f"/apis/{group['preferredVersion']['groupVersion']}")
+        names |= {
+            f"{r['name']}.{group['name']}" for r in listing["resources"] if "/" not in r["name"]
+        }
+    return names
+
+
+def test_api_resources_lists_every_resource_the_server_serves(kubectl: Kubectl, api: Api) -> None:
+    printed = set(kubectl.ok("api-resources", "-o", "name").split())
+    expected = _preferred_resource_names(api)
+    assert {"deployments.apps", "jobs.batch", "leases.coordination.k8s.io"} <= expected
+    assert printed == expected
+
+
+_WORKLOAD_TEMPLATE = {
+    "metadata": {"labels": {"app": "w"}},
+    "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]},
+}
+_ALL_CATEGORY = [
+    ("/api/v1", "pods", "pod", pod_manifest("p")),
+    (
+        "/api/v1",
+        "services",
+        "service",
+        {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}},
+    ),
+    (
+        "/api/v1",
+        "replicationcontrollers",
+        "replicationcontroller",
+        {
+            "metadata": {"name": "r"},
+            "spec": {"selector": {"app": "w"}, "template": _WORKLOAD_TEMPLATE},
+        },
+    ),
+    *[
+        (
+            "/apis/apps/v1",
+            plural,
+            f"{kind}.apps",
+            {
+                "metadata": {"name": plural[0]},
+                "spec": {"selector": {"matchLabels": {"app": "w"}}, "template": _WORKLOAD_TEMPLATE},
+            },
+        )
+        for plural, kind in (
+            ("deployments", "deployment"),
+            ("replicasets", "replicaset"),
+            ("statefulsets", "statefulset"),
+            ("daemonsets", "daemonset"),
+        )
+    ],
+    (
+        "/apis/batch/v1",
+        "jobs",
+        "job.batch",
+        {"metadata": {"name": "j"}, "spec": {"template": _WORKLOAD_TEMPLATE}},
+    ),
+    (
+        "/apis/batch/v1",
+        "cronjobs",
+        "cronjob.batch",
+        {
+            "metadata": {"name": "c"},
+            "spec": {
+                "schedule": "* * * * *",
+                "jobTemplate": {"spec": {"template": _WORKLOAD_TEMPLATE}},
+            },
+        },
+    ),
+    (
+        "/apis/autoscaling/v2",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler.autoscaling",
+        {
+            "metadata": {"name": "h"},
+            "spec": {
+                "maxReplicas": 3,
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            },
+        },
+    ),
+]
+
+
+def test_get_all_lists_one_object_of_every_kind_in_the_all_category(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"all-{kubectl.tag}")
+    for prefix, plural, _, body in _ALL_CATEGORY:
+        api.ok("POST", f"{prefix}/namespaces/{namespace}/{plural}", body)
+    api.ok("POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "cm"}})
+    printed = set(kubectl.ok("get", "all", "-n", namespace, "-o", "name").split())
+    expected = {f"{kind}/{body['metadata']['name']}" for _, _, kind, body in _ALL_CATEGORY}
+    assert printed == expected  # the ConfigMap is not in "all"
+    everywhere = kubectl.ok("get", "all", "-A")
+    assert any(namespace in line.split()[:1] for line in everywhere.splitlines())
+
+
+def test_scale_deployment_writes_through_the_scale_subresource(kubectl: Kubectl, api: Api) -> None:
+    namespace = api.namespace(f"scale-{kubectl.tag}")
+    _, plural, _, body = next(row for row in _ALL_CATEGORY if row[1] == "deployments")
+    api.ok("POST", f"/apis/apps/v1/namespaces/{namespace}/{plural}", body)
+    kubectl.ok("scale", "deployment", "d", "--replicas=3", "-n", namespace)
+    scale = api.ok("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/d/scale")
+    assert scale["spec"] == {"replicas": 3}
+
+
+def test_discovery_is_read_as_the_aggregated_document_the_version_asks_for(
+    kubectl: Kubectl, api: Api
+) -> None:
+    """kubectl 1.27+ asks /api and /apis for an APIGroupDiscoveryList; with -v=6 it logs each
+    request, and no /apis/GROUP/VERSION request follows when the aggregated answer was used."""
+    done = kubectl.run("api-resources", "-o", "name", "-v=6")
+    assert done.returncode == 0, done.stderr
+    fetched = [line for line in done.stderr.splitlines() if " GET " in line or 'verb="GET"' in line]
+    assert any("/apis?" in line or line.rstrip().endswith("/apis") for line in fetched), fetched
+    assert not [line for line in fetched if "/apis/apps/v1" in line], fetched
