@@ -179,3 +179,32 @@ def test_legacy_discovery_lists_the_scale_subresource(server: APIServer) -> None
     assert names["deployments/scale"]["group"] == "autoscaling"
     assert "daemonsets/scale" not in names
     assert "daemonsets/status" in names
+
+
+def test_workload_defaults_on_create_follow_the_api_groups_defaulting(server: APIServer) -> None:
+    ns = "/namespaces/default"
+    sts = call(server, "POST", f"/apis/apps/v1{ns}/statefulsets", WORKLOAD).json()
+    assert sts["spec"]["replicas"] == 1
+    assert sts["spec"]["podManagementPolicy"] == "OrderedReady"
+    assert sts["spec"]["updateStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"partition": 0},
+    }
+    ds = call(server, "POST", f"/apis/apps/v1{ns}/daemonsets", WORKLOAD).json()
+    assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
+    rs_body = {**WORKLOAD, "status": {"replicas": 7}}
+    rs = call(server, "POST", f"/apis/apps/v1{ns}/replicasets", rs_body).json()
+    assert (rs["spec"]["replicas"], rs["status"]) == (1, {"replicas": 0})  # status is the server's
+    cron = call(server, "POST", f"/apis/batch/v1{ns}/cronjobs", {"metadata": {"name": "c"}}).json()
+    assert cron["spec"]["concurrencyPolicy"] == "Allow"
+    assert (cron["spec"]["successfulJobsHistoryLimit"], cron["spec"]["failedJobsHistoryLimit"]) == (
+        3,
+        1,
+    )
+    # A work-queue Job (parallelism alone) keeps completions unset.
+    queue = {"metadata": {"name": "q"}, "spec": {"parallelism": 3}}
+    job = call(server, "POST", f"/apis/batch/v1{ns}/jobs", queue).json()
+    assert job["spec"]["parallelism"] == 3
+    assert "completions" not in job["spec"]
+    plain = call(server, "POST", f"/apis/batch/v1{ns}/jobs", {"metadata": {"name": "p"}}).json()
+    assert (plain["spec"]["completions"], plain["spec"]["parallelism"]) == (1, 1)
