@@ -339,6 +339,10 @@ def _resource_request(
     query = Query(request.query)
     method = request.method
     verb = _verb(method, target, query)
+    if verb is not None and target.subresource is None and verb not in target.resource.verbs:
+        # endpoints/installer.go registers a route only for the verbs the storage implements
+        # (componentstatuses: get and list), so any other method is 405 MethodNotAllowed.
+        raise st.method_not_allowed(method)
     if verb is not None:
         with server.lock:
             injected = server.request_failures.take(verb, target.resource, target.namespace)

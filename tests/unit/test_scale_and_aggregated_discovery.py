@@ -208,3 +208,9 @@ def test_workload_defaults_on_create_follow_the_api_groups_defaulting(server: AP
     assert "completions" not in job["spec"]
     plain = call(server, "POST", f"/apis/batch/v1{ns}/jobs", {"metadata": {"name": "p"}}).json()
     assert (plain["spec"]["completions"], plain["spec"]["parallelism"]) == (1, 1)
+
+
+def test_a_verb_the_kind_does_not_serve_is_405(server: APIServer) -> None:
+    created = call(server, "POST", "/api/v1/componentstatuses", {"metadata": {"name": "x"}})
+    assert (created.status, created.json()["reason"]) == (405, "MethodNotAllowed")
+    assert call(server, "GET", "/api/v1/componentstatuses").status == 200
