@@ -66,6 +66,18 @@ def label_selector_string(selector: Any) -> str:
     return ",".join(text for _, text in sorted(terms, key=lambda t: t[0]))
 
 
+def _go_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "number"
+
+
 def scale_of(resource: ResourceType, obj: JSON) -> JSON:
     """The Scale for ``obj``, as GET .../scale answers."""
     meta = obj.get("metadata") or {}
@@ -113,8 +125,24 @@ def apply_scale(resource: ResourceType, obj: JSON, scale: Any, name: str) -> JSO
             f"the name of the object ({meta.get('name')}) does not match the name on the URL "
             f"({name})"
         )
-    replicas = (scale.get("spec") or {}).get("replicas", 0)
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+    spec = scale.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        # The body does not decode into autoscaling/v1 Scale: a decoding error is 400.
+        raise st.bad_request(
+            "json: cannot unmarshal "
+            f"{_go_type(spec)} into Go struct field Scale.spec of type v1.ScaleSpec"
+        )
+    replicas = spec.get("replicas", 0)
+    if replicas is None:
+        replicas = 0
+    if isinstance(replicas, bool) or not isinstance(replicas, int):
+        raise st.bad_request(
+            "json: cannot unmarshal "
+            f"{_go_type(replicas)} into Go struct field ScaleSpec.spec.replicas of type int32"
+        )
+    if replicas < 0 or replicas > 2**31 - 1:
         # pkg/apis/autoscaling/validation ValidateScale: spec.replicas >= 0.
         raise st.invalid(
             "Scale",

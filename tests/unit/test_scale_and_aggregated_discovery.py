@@ -214,3 +214,23 @@ def test_a_verb_the_kind_does_not_serve_is_405(server: APIServer) -> None:
     created = call(server, "POST", "/api/v1/componentstatuses", {"metadata": {"name": "x"}})
     assert (created.status, created.json()["reason"]) == (405, "MethodNotAllowed")
     assert call(server, "GET", "/api/v1/componentstatuses").status == 200
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"spec": 5},
+        {"spec": {"replicas": "3"}},
+        {"spec": {"replicas": True}},
+        {"spec": {"replicas": 1.5}},
+        {"metadata": "x"},
+        {"kind": "Deployment", "spec": {"replicas": 1}},
+    ],
+)
+def test_a_scale_body_of_the_wrong_shape_is_400(server: APIServer, body: JSON) -> None:
+    call(server, "POST", "/apis/apps/v1/namespaces/default/deployments", WORKLOAD)
+    path = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+    for method, headers in (("PUT", {}), ("PATCH", MERGE)):
+        response = call(server, method, path, body, **headers)
+        assert (response.status, response.json()["reason"]) == (400, "BadRequest"), (method, body)
+    assert call(server, "GET", path).json()["spec"] == {"replicas": 1}
