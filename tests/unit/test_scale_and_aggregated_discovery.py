@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesim import APIServer
 from kubesim.server.routes import Request, Response, handle
@@ -234,3 +236,25 @@ def test_a_scale_body_of_the_wrong_shape_is_400(server: APIServer, body: JSON) -
         response = call(server, method, path, body, **headers)
         assert (response.status, response.json()["reason"]) == (400, "BadRequest"), (method, body)
     assert call(server, "GET", path).json()["spec"] == {"replicas": 1}
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["spec", "replicas", "metadata", "kind"]), children)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(body=_json_values, method=st.sampled_from(["PUT", "PATCH"]))
+def test_any_scale_body_gets_a_status_and_never_a_500(body: Any, method: str) -> None:
+    server = APIServer(seed=0)
+    call(server, "POST", "/apis/apps/v1/namespaces/default/deployments", WORKLOAD)
+    path = "/apis/apps/v1/namespaces/default/deployments/web/scale"
+    response = call(server, method, path, body, **(MERGE if method == "PATCH" else {}))
+    assert response.status in (200, 400, 409, 415, 422), response.json()
+    if response.status != 200:
+        assert response.json()["kind"] == "Status"
