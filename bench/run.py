@@ -32,11 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from a checkout: import kubesim and bench
     sys.path.insert(0, str(ROOT))
 
-from bench import http_list, http_watch, inprocess  # noqa: E402
+from bench import fanout, http_list, http_watch, inprocess  # noqa: E402
 from bench.measure import HEADERS, Section, format_section, setup_gc  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "bench" / "results" / "latest.json"
-SECTIONS = ("inprocess", "http-watch", "http-list")
+SECTIONS = ("inprocess", "http-watch", "http-list", "fanout")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -80,6 +80,29 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
     return args
+
+
+def _fanout(*, watches: int, repetitions: int) -> dict[str, Any]:
+    """Section 4 (bench/fanout.py): many watches on one server, every event to every one."""
+    events = 100
+    runs = fanout.run(watches, events, repetitions)
+    rates = sorted(r.delivered_per_second for r in runs)
+    figures = {
+        "watches": watches,
+        "events": events,
+        "delivered_per_second": round(rates[len(rates) // 2]),
+        "latency_p50_ms": round(1000 * sorted(r.percentile(0.5) for r in runs)[len(runs) // 2], 1),
+        "latency_p99_ms": round(1000 * sorted(r.percentile(0.99) for r in runs)[len(runs) // 2], 1),
+        "rss_per_watch_kib": round(sorted(r.rss_per_watch for r in runs)[len(runs) // 2] / 1024, 1),
+    }
+    print("== 4. Many watches over HTTP (median of repetitions)")
+    print(f"  watches held                      {figures['watches']:>10,}")
+    print(f"  events written                    {figures['events']:>10,}")
+    print(f"  events delivered/s to all         {figures['delivered_per_second']:>10,}")
+    p50, p99 = figures["latency_p50_ms"], figures["latency_p99_ms"]
+    print(f"  delivery latency p50 / p99 (ms)   {p50:>5} / {p99}")
+    print(f"  process RSS per watch (KiB)       {figures['rss_per_watch_kib']:>10}\n", flush=True)
+    return figures
 
 
 def _versions() -> dict[str, str | None]:
@@ -150,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             http_list.run(pods=args.pods, repetitions=args.repetitions, gc_enabled=args.gc)
         )
         print(format_section(sections[-1]) + "\n", flush=True)
+    if "fanout" in wanted:
+        meta["fanout"] = _fanout(watches=200 if args.quick else 1000, repetitions=args.repetitions)
     meta["duration_seconds"] = round(time.perf_counter() - started, 2)
     result = {"meta": meta, "headers": list(HEADERS), "sections": [s.as_json() for s in sections]}
     args.output.parent.mkdir(parents=True, exist_ok=True)
