@@ -54,6 +54,7 @@ if _typing.TYPE_CHECKING:
         UpdatePodStatus,
     )
     from kubesim.testing.check import CheckReport, Found, NondeterminismDetected, check_store
+    from kubesim.testing.fuzz import StoreViolation, example_database, fuzz_test
     from kubesim.testing.properties import store_property, store_test
     from kubesim.testing.replay import InvalidReplayToken, Replay, parse_token
     from kubesim.testing.strategies import ALL_KINDS, FAULT_KINDS, scenarios, steps
@@ -91,7 +92,10 @@ _EXPORTS = {
     "UpdatePodStatus": _STEPS,
     "Verdict": "kubesim.checks.store",
     "Violation": "kubesim.checks.violation",
+    "StoreViolation": "kubesim.testing.fuzz",
     "check_store": "kubesim.testing.check",
+    "example_database": "kubesim.testing.fuzz",
+    "fuzz_test": "kubesim.testing.fuzz",
     "judge": "kubesim.checks.store",
     "parse_token": "kubesim.testing.replay",
     "run_scenario": "kubesim.scenario.run",
@@ -131,10 +135,13 @@ __all__ = [
     "SlowConsumerBurst",
     "StallWatchCache",
     "Step",
+    "StoreViolation",
     "UpdatePodStatus",
     "Verdict",
     "Violation",
     "check_store",
+    "example_database",
+    "fuzz_test",
     "judge",
     "parse_token",
     "run_scenario",

@@ -111,7 +111,9 @@ def _database(database: ExampleDatabase | str | None) -> ExampleDatabase | None:
     if database is None:
         return DirectoryBasedExampleDatabase(DEFAULT_DATABASE)
     if isinstance(database, str):
-        return None if database == ":memory:" else DirectoryBasedExampleDatabase(database)
+        from kubesim.testing.fuzz import example_database
+
+        return example_database(database)
     return database
 
 

@@ -15,11 +15,14 @@ Options:
 - ``--kubesim-examples N``: examples per store test, overriding each test's own (CI vs nightly);
 - ``--kubesim-database DIR``: where failing examples are kept and tried first next time
   (``.kubesim/examples``; ``:memory:`` keeps none);
-- ``--kubesim-report DIR``: each store test's campaign report, one HTML page per test.
+- ``--kubesim-report DIR``: each store test's campaign report, one HTML page per test;
+- ``KUBESIM_DATABASE`` (or ``--kubesim-database redis://host:port/db``): the example database of
+  every Hypothesis test, Redis for a fleet (see :mod:`kubesim.testing.fuzz`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,6 +113,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for oracle in MARKERS.values():
         config.addinivalue_line("markers", marker_help(oracle))
+    # A shared example database (a fleet of fuzzing workers, CI and developers): every
+    # Hypothesis test uses it, as HypoFuzz requires.
+    url = os.environ.get("KUBESIM_DATABASE") or ""
+    option = config.getoption("kubesim_database", default=None) or ""
+    if option.startswith(("redis://", "rediss://", "unix://")):
+        url = option
+    if url:
+        from kubesim.testing.fuzz import use_database
+
+        try:
+            use_database(url)
+        except ValueError as exc:
+            raise pytest.UsageError(f"kubesim: {exc}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -1,0 +1,145 @@
+"""Fuzz targets: a store as a plain Hypothesis test, for HypoFuzz and for fleets of workers.
+
+:func:`fuzz_test` turns a factory into an ``@given`` test that draws one scenario and one
+thread schedule per example, runs it and judges it, exactly as ``kubesim check`` does for each
+of its examples. Being an ordinary Hypothesis test, it runs unchanged under pytest and under
+HypoFuzz (``hypothesis fuzz``), which runs it adaptively on many processes for as long as you
+let it; failing examples go to the test's example database, where every other worker and every
+later run finds them and replays them first.
+
+The database is Hypothesis' own, the active settings profile's (HypoFuzz only fuzzes tests
+that use it). :func:`use_database` makes a URL the profile's database: ``redis://host:port/db``
+for ``hypothesis.extra.redis.RedisExampleDatabase`` (a fleet of machines sharing one), a
+directory, or ``:memory:``. The pytest plugin calls it for ``KUBESIM_DATABASE`` or a
+``--kubesim-database redis://...``, so a conftest needs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+from kubesim.scenario.run import Setup, StoreFactory
+
+DATABASE_VARIABLE = "KUBESIM_DATABASE"
+PROFILE = "kubesim-database"
+
+
+class StoreViolation(AssertionError):
+    """A fuzz target's example broke a property: the message ends with the replay command."""
+
+
+def example_database(url: str) -> ExampleDatabase | None:
+    """The example database ``url`` names: ``redis://host:port/db`` (needs the ``redis``
+    package), ``:memory:`` (none), or a directory. One instance per URL and process: Hypothesis
+    compares databases by identity (HypoFuzz fuzzes only tests whose database is the
+    profile's)."""
+    if url not in _DATABASES:
+        _DATABASES[url] = _open_database(url)
+    return _DATABASES[url]
+
+
+_DATABASES: dict[str, ExampleDatabase | None] = {}
+
+
+def _open_database(url: str) -> ExampleDatabase | None:
+    if url == ":memory:":
+        return None
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            import redis
+            from hypothesis.extra.redis import RedisExampleDatabase
+        except ImportError as exc:
+            raise ValueError(
+                f"example database {url!r}: the redis package is not installed (pip install redis)"
+            ) from exc
+        return RedisExampleDatabase(redis.Redis.from_url(url))
+    return DirectoryBasedExampleDatabase(url)
+
+
+def use_database(url: str) -> ExampleDatabase | None:
+    """Make ``url`` (see :func:`example_database`) the example database of every Hypothesis
+    test from now on: a settings profile, ``kubesim-database``, loaded over the current one."""
+    database = example_database(url)
+    settings.register_profile(PROFILE, parent=settings.default, database=database)
+    settings.load_profile(PROFILE)
+    return database
+
+
+def fuzz_test(
+    factory: StoreFactory | str,
+    *,
+    kinds: Sequence[str] | None = None,
+    max_steps: int = 12,
+    setup: Setup | None = None,
+    oracles: Sequence[str] | None = None,
+    max_examples: int | None = None,
+) -> Callable[..., None]:
+    """An ``@given`` test of the store ``factory`` builds (or names, as ``module:attribute``).
+
+    ``max_examples``: examples per pytest run (default: the settings profile's); HypoFuzz
+    ignores it and runs until stopped.
+    """
+    from kubesim.checks.store import checked_oracles, judge
+    from kubesim.scenario.run import run_scenario
+    from kubesim.sim.store import load_factory
+    from kubesim.testing.check import MAX_PREEMPTION_POINT, MAX_PREEMPTIONS
+    from kubesim.testing.replay import Replay, python_version
+    from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
+
+    chosen = _checked_kinds(kinds if kinds is not None else ALL_KINDS)
+    only = None if oracles is None else checked_oracles(oracles)
+    setup = setup if setup is not None else Setup()
+    spec = factory if isinstance(factory, str) else f"{factory.__module__}:{factory.__qualname__}"
+    options: dict[str, Any] = {
+        "deadline": None,
+        # Runs are slow next to a pure function, and scenarios large; nothing else is
+        # suppressed (HypoFuzz refuses tests that suppress every health check).
+        "suppress_health_check": [
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+        "print_blob": False,
+    }
+    if max_examples is not None:
+        options["max_examples"] = max_examples
+
+    @settings(**options)
+    @given(st.data())
+    def test(data: st.DataObject) -> None:
+        import kubesim
+
+        store = load_factory(factory) if isinstance(factory, str) else factory
+        steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
+        schedule = data.draw(
+            st.lists(
+                st.integers(0, MAX_PREEMPTION_POINT), max_size=MAX_PREEMPTIONS, unique=True
+            ).map(sorted),
+            label="schedule",
+        )
+        result = run_scenario(store, steps, seed=0, setup=setup, schedule=schedule, spec=spec)
+        verdict = judge(result.recording, only=only)
+        if verdict.ok:
+            return
+        replay = Replay(
+            factory=spec,
+            steps=tuple(result.steps),
+            schedule=tuple(result.schedule),
+            seed=0,
+            setup=setup,
+            traced=(),
+            kubesim_version=kubesim.__version__,
+            python=python_version(),
+        )
+        lines = [str(v) for v in verdict.violations]
+        lines += [f"  {n}. {line}" for n, line in enumerate(result.lines, 1)]
+        lines.append(f"replay: {replay.command()}")
+        raise StoreViolation("\n".join(lines))
+
+    test.__name__ = test.__qualname__ = f"fuzz_{spec.replace(':', '_').replace('.', '_')}"
+    return test
