@@ -33,7 +33,8 @@ def add_parsers(commands: Any) -> None:
         ),
         allow_abbrev=False,
     )
-    check.add_argument("factory", metavar="MODULE_OR_FILE:FACTORY")
+    # Optional only for --list-kinds and --replay, which need no factory.
+    check.add_argument("factory", metavar="MODULE_OR_FILE:FACTORY", nargs="?")
     check.add_argument("--examples", type=int, default=100, help="scenarios to run (100)")
     check.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
     check.add_argument(
@@ -115,6 +116,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.replay:
         return _replay(args.replay, as_json=args.json, report_path=args.report)
+    if not args.factory:
+        print(
+            "kubesim check: the store's factory is required, as MODULE_OR_FILE:FACTORY "
+            "(mystore.py:factory, mypackage.cache:factory)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         factory = load_factory(args.factory)
         kinds = _kinds(args)

@@ -171,3 +171,12 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_the_run(
     assert done.returncode == 2, done.stdout + done.stderr
     assert "is a file, not a folder" in done.stderr
     assert "OK after" not in done.stdout  # refused before the campaign ran
+
+
+def test_list_kinds_needs_no_factory_and_check_without_one_is_a_usage_error() -> None:
+    listed = _kubesim("check", "--list-kinds", cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split()[0] == "create"
+    missing = _kubesim("check", cwd=ROOT)
+    assert missing.returncode == 2
+    assert "factory is required" in missing.stderr
