@@ -23,6 +23,11 @@ What one repetition measures, on a fresh server, with ``N`` pods prepared before
   splitting, and how much of that is the size of kubesim's chunks.
 
 "End-to-end" is ``N / (write seconds + path A read seconds)``.
+
+Writes are compared with their own limit, encoding each pod once (``orjson.dumps``), the least
+any write must do: a ratio of 0.20x there means a write costs five encodes. The "write path"
+row repeats the writes on a second server the way a client's POST reaches it (the route answers
+with the stored bytes), without the private copy ``APIServer.create`` returns to Python code.
 """
 
 from __future__ import annotations
@@ -78,6 +83,27 @@ def write_all(
     with sw:
         for pod in pods:
             create(resource, pod, namespace=NAMESPACE)
+    return sw
+
+
+def write_path(
+    server: APIServer, resource: ResourceType, pods: list[JSON], sw: Stopwatch
+) -> Stopwatch:
+    """Create every pod as a client's POST does (the route calls ``_create`` and answers with
+    the stored bytes): validation, stamping, encoding, storage, watchers; no Python copy."""
+    create = server._create
+    with server.lock, sw:
+        for pod in pods:
+            create(resource, pod, NAMESPACE)
+    return sw
+
+
+def encode_all(pods: list[JSON], sw: Stopwatch) -> Stopwatch:
+    """The writes' limit: encode every pod once, as a write must at least do."""
+    dumps = orjson.dumps
+    with sw:
+        for pod in pods:
+            dumps(pod)
     return sw
 
 
@@ -196,7 +222,14 @@ def run(*, pods: list[JSON], repetitions: int, gc_enabled: bool, cpu_clock: bool
         )
     else:
         section.notes.append("kubernetes is not installed: path B skipped; splitter is a copy")
-    add("writes", "server: APIServer.create with one watch open", "writes/s", limit="limit")
+    add("encode", "limit for writes: orjson.dumps of each pod once", "objects/s", is_limit=True)
+    add("writes", "server: APIServer.create with one watch open", "writes/s", limit="encode")
+    add(
+        "write_path",
+        "  of which server write path (no copy returned to Python)",
+        "writes/s",
+        limit="encode",
+    )
     add("e2e", "end-to-end: writes + path A read", "events/s", limit="limit")
 
     def stopwatch() -> Stopwatch:
@@ -229,6 +262,16 @@ def run(*, pods: list[JSON], repetitions: int, gc_enabled: bool, cpu_clock: bool
         section.add("poll_a", events, source.poll_seconds, nbytes=nbytes)
         section.add("writes", events, writes)
         section.add("e2e", events, writes + read_a.seconds)
+        # The same writes on a second server with one watch open, without the copy create()
+        # returns; then the encode-once limit over the same pods.
+        other = new_server(events)
+        other_pods = other.resource("pods")
+        other_watch = other.watch(other_pods, resource_version=str(other.resource_version))
+        path = section.observe(write_path(other, other_pods, pods, stopwatch()))
+        section.add("write_path", events, path.seconds)
+        other_watch.close()
+        del other, other_watch
+        section.add("encode", events, section.observe(encode_all(pods, stopwatch())).seconds)
         # Path B: the official client on kubesim's in-process transport, same server.
         if have_client:
             from kubesim import kubernetes_client

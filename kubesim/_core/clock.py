@@ -53,14 +53,19 @@ class VirtualClock:
         self.epoch = epoch
         self._timers: list[tuple[float, int, Timer]] = []
         self._sequence = itertools.count()
+        # Every write stamps a timestamp and many fall in the same virtual second: format once.
+        self._stamp: tuple[int, str] = (-1, "")
 
     def now(self) -> float:
         return self._now
 
     def timestamp(self) -> str:
         """RFC 3339 with second precision, as Kubernetes writes ``metav1.Time``."""
-        instant = self.epoch + _dt.timedelta(seconds=int(self._now))
-        return instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+        second = int(self._now)
+        if self._stamp[0] != second:
+            instant = self.epoch + _dt.timedelta(seconds=second)
+            self._stamp = (second, instant.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return self._stamp[1]
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         timer = Timer(when, callback)

@@ -368,7 +368,7 @@ class ScenarioRun:
                 return out
             for watcher in self._scopes.values():
                 for key, stored in server.storage.items(watcher.resource):
-                    if watcher.matches(stored):
+                    if watcher.matches(key, stored):
                         out[object_key(key)] = observe(stored.obj)
         return out
 
@@ -380,7 +380,13 @@ class ScenarioRun:
             for w in watchers
         ):
             return None
-        return lambda stored: any(w.matches(stored) for w in watchers)
+
+        def in_scope(stored: Any) -> bool:
+            meta = stored.obj["metadata"]
+            key = (meta.get("namespace") or "", meta.get("name") or "")
+            return any(w.matches(key, stored) for w in watchers)
+
+        return in_scope
 
     def apply(self, steps: Sequence[Step]) -> None:
         for step in steps:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import uuid
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Any
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
 from kubesim.server import crds, defaults, lifecycle, managed_fields
 from kubesim.server import status as st
-from kubesim.server.encoding import canonical_object, deep_copy, dumps
+from kubesim.server.encoding import canonical_object, deep_copy, dumps, loads
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
 from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
@@ -248,7 +247,10 @@ class APIServer:
         bits = 0
         for _ in range(4):
             bits = (bits << 32) | self._uid_choices.integer(0, 2**32 - 1)
-        return str(uuid.UUID(int=bits, version=4))
+        # uuid.UUID(int=bits, version=4), formatted without building the object (every write).
+        bits = (bits & ~(0xF000 << 64) & ~(0xC000 << 48)) | (4 << 76) | (0x8000 << 48)
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def _generate_name(self, prefix: str) -> str:
         n = len(_GENERATE_NAME_ALPHABET) - 1
@@ -276,21 +278,29 @@ class APIServer:
         old: Stored | None,
         *,
         dry_run: bool = False,
+        shared: bool = False,
     ) -> Stored:
+        """Store ``obj`` as the next version of ``key`` and tell the watchers.
+
+        ``shared``: ``obj`` is new only at its top level and in ``metadata``, and shares nested
+        values with a caller's body (a create); then only its encoding is kept, so the stored
+        version cannot change when the caller later mutates what it sent.
+        """
         if dry_run:
             # dryRun=All: validated and answered as the write would be, never stored, no event,
             # no resourceVersion spent. A created object has none yet (etcd3 store.Create
             # decodes a dry run at revision 0); an updated or deleted one keeps its own.
             rv = 0 if old is None else old.rv
             obj["metadata"]["resourceVersion"] = "" if old is None else str(rv)
-            return Stored(obj, rv)
+            return Stored.encoded(_encode_body(obj), rv) if shared else Stored(obj, rv)
         if self.field_manager is not None and event_type != DELETED:
             managed_fields.record_update(
                 None if old is None else old.obj, obj, self.field_manager, self.clock.timestamp()
             )
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
-        stored = Stored(obj, rv)
+        # Encoded before anything changes: a body orjson cannot encode leaves no trace.
+        stored = Stored.encoded(_encode_body(obj), rv) if shared else Stored(obj, rv)
         event = self.storage.write(resource, key, event_type, stored, old)
         if self.commit_listeners:  # no allocation per write when nobody listens
             for commit_listener in list(self.commit_listeners):
@@ -365,15 +375,21 @@ class APIServer:
         """POST: store a new object. Returns the stored object (a copy). ``dry_run``: validate
         and answer as a create would, store nothing (``?dryRun=All``)."""
         with self.lock:
-            return deep_copy(
-                self._create(self.resource(resource), obj, namespace, dry_run=dry_run).obj
-            )
+            stored = self._create(self.resource(resource), obj, namespace, dry_run=dry_run)
+        created: JSON = loads(stored.json())  # the caller's own copy, from the stored bytes
+        return created
 
     def _create(
         self, resource: ResourceType, obj: Any, namespace: str | None, *, dry_run: bool = False
     ) -> Stored:
-        obj = self._check_body(resource, deep_copy(obj), namespace)
-        meta: JSON = obj.setdefault("metadata", {})
+        on_create = defaults.ON_CREATE.get((resource.group, resource.kind))
+        # No deep copy of the body: its top level and metadata are copied here, every nested
+        # value is read, never written (defaults copy what they change), and the commit keeps
+        # only the encoding. The kinds with create hooks get a private copy (they are rare).
+        obj = self._check_body(resource, obj if on_create is None else deep_copy(obj), namespace)
+        obj = dict(obj)
+        meta: JSON = dict(obj.get("metadata") or {})
+        obj["metadata"] = meta
         if namespace is None and resource.namespaced:
             namespace = meta.get("namespace") or None
         namespace = self._require_namespace(resource, namespace) if resource.namespaced else None
@@ -406,15 +422,18 @@ class APIServer:
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
         _apply_defaults(resource, obj)
-        on_create = defaults.ON_CREATE.get((resource.group, resource.kind))
         if on_create is not None:
             on_create(obj, self._cluster_ips)
         lifecycle.prepare_for_create(resource, obj)
-        return self._commit(resource, key, ADDED, canonical_object(obj), None, dry_run=dry_run)
+        return self._commit(
+            resource, key, ADDED, canonical_object(obj), None, dry_run=dry_run, shared=True
+        )
 
     def get(self, resource: str | ResourceType, name: str, *, namespace: str | None = None) -> JSON:
         with self.lock:
-            return deep_copy(self._get(self.resource(resource), namespace, name).obj)
+            stored = self._get(self.resource(resource), namespace, name)
+        got: JSON = loads(stored.json())
+        return got
 
     def _get(self, resource: ResourceType, namespace: str | None, name: str) -> Stored:
         stored = self.storage.get(resource, self._key(resource, namespace, name))
@@ -814,7 +833,7 @@ class APIServer:
             labels = _parse_label_selector(label_selector)
             fields = _parse_field_selector(res, field_selector)
             return [
-                deep_copy(stored.obj)
+                loads(stored.json())  # a copy: decoding the stored bytes is the cheapest one
                 for _, stored in self.storage.items(res, namespace=namespace)
                 if _selected(res, stored, labels, fields)
             ]
@@ -1213,17 +1232,29 @@ def _json_patch_decodes(patch: Any) -> bool:
     )
 
 
+def _encode_body(obj: JSON) -> bytes:
+    try:
+        return dumps(obj)
+    except TypeError as exc:  # only the Python API can hand over what JSON cannot hold
+        raise TypeError(
+            f"obj must be a JSON object (dict, list, str, int, float, bool, None): {exc}"
+        ) from None
+
+
 def _apply_defaults(resource: ResourceType, obj: JSON) -> None:
     """The few defaults clients commonly read (pkg/apis/core/v1/defaults.go)."""
+    # Copy on write: ``spec`` and ``status`` may still be the caller's (see _create).
     if resource.group == "" and resource.kind == "Pod":
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
+            spec = obj["spec"] = dict(spec)
             spec.setdefault("restartPolicy", "Always")
             spec.setdefault("dnsPolicy", "ClusterFirst")
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("terminationGracePeriodSeconds", 30)
         status = obj.setdefault("status", {})
         if isinstance(status, dict):
+            status = obj["status"] = dict(status)
             status.setdefault("phase", "Pending")
 
 

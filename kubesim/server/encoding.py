@@ -18,6 +18,7 @@ JSON = dict[str, Any]
 dumps = orjson.dumps
 loads = orjson.loads
 JSONDecodeError = orjson.JSONDecodeError
+OPT_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 
 # k8s.io/apimachinery/pkg/apis/meta/v1 ObjectMeta field order.
 _METADATA_ORDER = (

@@ -23,7 +23,7 @@ from kubesim.server import discovery, openapi, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
-from kubesim.server.encoding import JSONDecodeError, dumps, loads
+from kubesim.server.encoding import OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
 from kubesim.server.patch import PATCH_TYPES
 from kubesim.server.resources import ResourceType
 from kubesim.server.watch import WatchStream
@@ -582,8 +582,14 @@ def _decode_yaml(body: bytes) -> Any:
     except ImportError:  # PyYAML comes with the kubernetes client; without it, say so
         raise st.unsupported_media_type(["application/json"]) from None
     try:
-        return yaml.safe_load(body)
+        obj = yaml.safe_load(body)
     except yaml.YAMLError as exc:
+        raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+    # What sigs.k8s.io/yaml does next: the document as JSON. Dates become strings, other keys
+    # become strings; what JSON cannot hold at all (a lone surrogate) is the client's error.
+    try:
+        return loads(dumps(obj, option=OPT_NON_STR_KEYS))
+    except TypeError as exc:
         raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
 
 

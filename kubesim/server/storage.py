@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.server.encoding import dumps
+from kubesim.server.encoding import dumps, loads
 from kubesim.server.resources import ResourceType
 
 JSON = dict[str, Any]
@@ -39,20 +39,47 @@ def key_order(key: Key) -> str:
 
 
 class Stored:
-    """One stored version of an object, with lazily cached encodings."""
+    """One stored version of an object, with lazily cached encodings.
 
-    __slots__ = ("_item", "_json", "obj", "rv")
+    A write that keeps nothing but its encoding (:meth:`encoded`, what a create does: the body
+    it was given may share nested values with the caller) decodes ``obj`` on first read; one
+    built from a private dict encodes it on first use. Either way the two always agree, and
+    neither is mutated once stored.
+    """
+
+    __slots__ = ("_head", "_item", "_json", "_obj", "rv")
 
     def __init__(self, obj: JSON, rv: int) -> None:
-        self.obj = obj
+        self._obj: JSON | None = obj
         self.rv = rv
         self._json: bytes | None = None
         self._item: bytes | None = None
+        self._head = 0
+
+    @classmethod
+    def encoded(cls, data: bytes, rv: int) -> Stored:
+        """A version known only by its encoding; ``obj`` is decoded when first read."""
+        stored = cls.__new__(cls)
+        stored._obj = None
+        stored.rv = rv
+        stored._json = data
+        stored._item = None
+        # Canonical objects start with kind and apiVersion (encoding.canonical_object): the
+        # list-item form is the same bytes without them, no decode and re-encode needed.
+        stored._head = _type_head_length(data)
+        return stored
+
+    @property
+    def obj(self) -> JSON:
+        if self._obj is None:
+            assert self._json is not None  # one of the two is always set
+            self._obj = loads(self._json)
+        return self._obj
 
     def json(self) -> bytes:
         """The object as it appears in watch events and GET responses (with kind/apiVersion)."""
         if self._json is None:
-            self._json = dumps(self.obj)
+            self._json = dumps(self._obj)
         return self._json
 
     def item_json(self, keep_type: bool) -> bytes:
@@ -60,10 +87,34 @@ class Stored:
         if keep_type:
             return self.json()
         if self._item is None:
-            self._item = dumps(
-                {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
-            )
+            if self._head:
+                self._item = b"{" + self.json()[self._head :]
+            else:
+                untyped = {k: v for k, v in self.obj.items() if k not in ("kind", "apiVersion")}
+                self._item = dumps(untyped)
         return self._item
+
+
+def _type_head_length(data: bytes) -> int:
+    """The length of a leading ``{"kind":"K","apiVersion":"V",`` in ``data``, else 0.
+
+    Values holding a quote or an escape are refused (answered 0), so the boundaries found are
+    the keys' and values' own.
+    """
+    if not data.startswith(b'{"kind":"'):
+        return 0
+    end_kind = data.find(b'","apiVersion":"', 9)
+    if end_kind < 0 or not _plain(data[9:end_kind]):
+        return 0
+    start_version = end_kind + 16
+    end_version = data.find(b'",', start_version)
+    if end_version < 0 or not _plain(data[start_version:end_version]):
+        return 0
+    return end_version + 2
+
+
+def _plain(value: bytes) -> bool:
+    return b'"' not in value and b"\\" not in value
 
 
 @dataclass(slots=True)

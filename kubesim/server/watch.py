@@ -31,7 +31,7 @@ from kubesim._core.clock import Timer
 from kubesim.server.encoding import dumps
 from kubesim.server.resources import ResourceType
 from kubesim.server.selectors import FieldSelector, LabelSelector
-from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Stored
+from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Stored
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -108,12 +108,14 @@ class Watcher:
         self.after_rv = 0
 
     # -- matching -------------------------------------------------------------------------
-    def matches(self, stored: Stored) -> bool:
-        obj = stored.obj
-        if self.namespace is not None and obj["metadata"].get("namespace") != self.namespace:
+    def matches(self, key: Key, stored: Stored) -> bool:
+        """Whether the object stored under ``key`` is one this watch sees. The namespace comes
+        from the key, so an unfiltered watch never decodes an object that was only encoded."""
+        if self.namespace is not None and (key[0] or None) != self.namespace:
             return False
         if not self._filtered:
             return True
+        obj = stored.obj
         if not self.label_selector.matches(obj["metadata"].get("labels")):
             return False
         if self.field_selector.empty():
@@ -132,12 +134,12 @@ class Watcher:
         """Consider one committed event; enqueue what this watcher's client should see."""
         if self.ended is not None or event.rv <= self.after_rv:
             return
-        was = event.old is not None and self.matches(event.old)
+        was = event.old is not None and self.matches(event.key, event.old)
         if event.type == DELETED:
             if was:
                 self._enqueue(event)
             return
-        now = self.matches(event.new)
+        now = self.matches(event.key, event.new)
         if now and (was or event.type == ADDED):
             self._enqueue(event)
         elif now:
@@ -256,10 +258,10 @@ def initial_events_end_line(resource: ResourceType, rv: int) -> bytes:
     return _object_line("BOOKMARK", dumps(obj))
 
 
-def initial_lines(items: Iterator[tuple[Any, Stored]], watcher: Watcher) -> Iterator[bytes]:
+def initial_lines(items: Iterator[tuple[Key, Stored]], watcher: Watcher) -> Iterator[bytes]:
     """Synthetic ADDED lines for existing objects, in key order, each with its own RV."""
-    for _, stored in items:
-        if watcher.matches(stored):
+    for key, stored in items:
+        if watcher.matches(key, stored):
             yield _object_line(ADDED, stored.json())
 
 

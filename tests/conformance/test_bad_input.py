@@ -349,3 +349,23 @@ def test_an_abandoned_half_sent_request_does_not_hurt_the_server(api: Endpoint, 
         assert status_line.split(b" ")[1][:1] in (b"4", b"5"), status_line
     assert api.alive()
     assert api.ok("GET", configmaps(ns))["items"] == []
+
+
+def test_a_yaml_body_is_converted_to_json_as_sigs_k8s_io_yaml_does(api: Endpoint, ns: str) -> None:
+    # Keys that are not strings become strings and dates stay as written; a lone surrogate
+    # cannot be JSON at all, so the body is the client's error (400), never a 500.
+    body = (
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: yaml-keys}\n"
+        b"data: {1: one, day: 2024-01-02}\n"
+    )
+    reply = api.request("POST", configmaps(ns), body, content_type="application/yaml")
+    assert reply.status == 201, reply
+    assert reply.json()["data"] == {"1": "one", "day": "2024-01-02"}
+    for method, path in (("POST", configmaps(ns)), ("PUT", configmaps(ns, "yaml-keys"))):
+        status = assert_status(
+            api.request(method, path, b'{"\\ud800"}', content_type="application/yaml"),
+            400,
+            "BadRequest",
+        )
+        assert status["message"].startswith("error converting YAML to JSON: ")
+    assert api.alive()

@@ -78,8 +78,12 @@ class Endpoint:
         *,
         headers: Mapping[str, str] | None = None,
         content_type: str | None = "application/json",
+        leave_streams: bool = False,
     ) -> Reply:
-        """Send one request. ``body`` may be bytes (sent as is) or a JSON value (encoded)."""
+        """Send one request. ``body`` may be bytes (sent as is) or a JSON value (encoded).
+
+        ``leave_streams``: a chunked answer (a watch that opened) is returned with an empty
+        body as soon as its headers arrive, instead of read until the server ends it."""
         data: bytes | None
         if body is None:
             data = None
@@ -95,9 +99,10 @@ class Endpoint:
         try:
             connection.request(method, path, body=data, headers=sent_headers)
             response = connection.getresponse()
-            payload = response.read()
             lowered = {k.lower(): v for k, v in response.getheaders()}
-            return Reply(response.status, lowered, payload)
+            if leave_streams and lowered.get("transfer-encoding") == "chunked":
+                return Reply(response.status, lowered, b"")
+            return Reply(response.status, lowered, response.read())
         finally:
             connection.close()
 

@@ -87,6 +87,76 @@ def test_create_get_update_patch_delete_round_trip_with_a_new_rv_per_write(
     assert server.list("pods") == []
 
 
+def test_a_create_shares_nothing_with_the_callers_body_or_the_returned_copy(
+    server: APIServer,
+) -> None:
+    # The create path copies only the body's top level and metadata and keeps the encoding:
+    # neither what the caller sent, nor what it got back, nor what a reader got may alias
+    # what is stored (or each other).
+    body = pod("web", labels={"app": "web"})
+    created = server.create("pods", body, namespace="default")
+    assert body["metadata"] == {"name": "web", "labels": {"app": "web"}}  # untouched
+    assert "status" not in body
+    assert "restartPolicy" not in body["spec"]
+    body["spec"]["containers"][0]["image"] = "changed-by-caller"
+    body["metadata"]["labels"]["app"] = "changed-by-caller"
+    created["spec"]["containers"][0]["image"] = "changed-by-caller"
+    read = server.get("pods", "web", namespace="default")
+    read["spec"]["containers"][0]["image"] = "changed-by-reader"
+    stored = server.get("pods", "web", namespace="default")
+    assert stored["spec"]["containers"][0]["image"] == "busybox"
+    assert stored["metadata"]["labels"] == {"app": "web"}
+    assert stored["spec"]["restartPolicy"] == "Always"
+    assert stored["status"]["phase"] == "Pending"
+    assert stored == {**created, "spec": stored["spec"]}
+
+
+def test_a_body_json_cannot_hold_is_a_type_error_naming_obj_and_stores_nothing(
+    server: APIServer,
+) -> None:
+    rv = server.resource_version
+    bad = {"metadata": {"name": "c"}, "data": {"when": object()}}
+    with pytest.raises(TypeError, match=r"obj must be a JSON object .*: Type is not JSON"):
+        server.create("configmaps", bad, namespace="default")
+    assert server.resource_version == rv
+    assert server.list("configmaps", namespace="default") == []
+
+
+def test_list_items_are_the_stored_bytes_without_kind_and_api_version(server: APIServer) -> None:
+    # Built-in list items drop kind/apiVersion; the server cuts them off the stored encoding
+    # instead of re-encoding. The result must be byte-identical to encoding the item itself.
+    server.create("pods", pod("a", labels={"x": "1"}), namespace="default")
+    tricky = {"name": "c", "annotations": {"x": '","apiVersion":"v9","'}}
+    server.create("configmaps", {"metadata": tricky, "data": {"k": '\\"v'}}, namespace="default")
+    for plural in ("pods", "configmaps"):
+        response = get(server, f"/api/v1/namespaces/default/{plural}")
+        for item in orjson.loads(response.body)["items"]:
+            assert "kind" not in item
+            assert "apiVersion" not in item
+        stored = server.storage.items(server.resource(plural))
+        for _, version in stored:
+            untyped = {k: v for k, v in version.obj.items() if k not in ("kind", "apiVersion")}
+            assert version.item_json(keep_type=False) == orjson.dumps(untyped)
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}',
+        b'{"kind":"Pod","apiVersion":"v1"}',
+        b'{"kind":"P\\"od","apiVersion":"v1","metadata":{}}',
+        b'{"kind":"Pod","apiVersion":"v\\",1","metadata":{}}',
+        b'{"apiVersion":"v1","kind":"Pod","metadata":{}}',
+        b'{"metadata":{"name":"a"},"kind":"Pod","apiVersion":"v1"}',
+    ],
+)
+def test_the_list_item_form_of_any_encoding_equals_encoding_the_item(encoded: bytes) -> None:
+    from kubesim.server.storage import Stored
+
+    untyped = {k: v for k, v in orjson.loads(encoded).items() if k not in ("kind", "apiVersion")}
+    assert Stored.encoded(encoded, 1).item_json(keep_type=False) == orjson.dumps(untyped)
+
+
 def test_deleting_a_kind_without_returned_objects_answers_a_success_status(
     server: APIServer,
 ) -> None:
