@@ -60,6 +60,7 @@ if _typing.TYPE_CHECKING:
     from kubesim.workload.pods import make_pod, populate_pods
 
 __version__ = "0.1.0"
+"""kubesim's version (replay tokens record it)."""
 
 # Imported on first use (kubesim._lazy): pytest imports this package in every run where kubesim
 # is installed (the plugin), so `import kubesim` must not pull in the server or the simulation.

@@ -28,6 +28,12 @@ def stable(text: str) -> str:
 
 
 class Trace:
+    """The ordered record of a run and its running sha256 (:meth:`hexdigest`).
+
+    ``record(kind, *fields)`` appends one record; the last ``keep_last`` are kept in
+    ``recent`` for failure reports, all of them in ``records`` with ``keep_all=True``.
+    """
+
     def __init__(self, *, keep_last: int = 200, keep_all: bool = False) -> None:
         self._hasher = hashlib.sha256()
         self.count = 0

@@ -98,10 +98,13 @@ ORACLES: tuple[Oracle, ...] = (
     Oracle("isolation", _isolation, ("read",), "handed-out objects never change while shared"),
     Oracle("clean-stop", _clean_stop, ("stop",), "stop() leaves no store thread running"),
 )
+"""Every oracle, in the order :func:`judge` runs them: its name, check, needed hooks, summary."""
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """What :func:`judge` found: the violations, and which oracles ran or were skipped (why)."""
+
     violations: tuple[Violation, ...]
     ran: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (oracle, why)

@@ -88,6 +88,8 @@ def _pod(key: Key, *, labels: dict[str, str] | None = None, ip: str | None = Non
 # -- workload ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CreatePods(Step):
+    """``count`` new pods, under names never used before in the run."""
+
     count: int
     kind: ClassVar[str] = "create"
 
@@ -103,6 +105,8 @@ class CreatePods(Step):
 
 @dataclass(frozen=True)
 class DeletePods(Step):
+    """Delete ``count`` live pods, from position ``index`` among them in key order."""
+
     count: int
     index: int = 0
     kind: ClassVar[str] = "delete"
@@ -292,6 +296,8 @@ class StallWatchCache(Step):
 
 @dataclass(frozen=True)
 class ResumeWatchCache(Step):
+    """F6/F7 end: a stalled watch cache catches up and sends the events it held back."""
+
     kind: ClassVar[str] = "resume"
 
     def apply(self, world: World) -> str:

@@ -97,6 +97,14 @@ class StoreFailure:
 
 @dataclass(frozen=True)
 class RestartReport:
+    """One store across ``restarts`` watch restarts: the rounds, the verdict and its numbers.
+
+    ``grows`` is true when the memory verdict (``violation``) or a ``sizes()`` entry
+    (``sizes_violations``) found growth while the live set stayed the same; ``failure`` is set
+    when the store crashed or stopped watching; ``trace_hash`` fingerprints the run (the same
+    seed gives the same hash).
+    """
+
     name: str
     seed: int | str
     pods: int
@@ -112,6 +120,7 @@ class RestartReport:
 
     @property
     def grows(self) -> bool:
+        """The store grew across the restarts (memory or ``sizes()``)."""
         return self.violation is not None or bool(self.sizes_violations)
 
     @property

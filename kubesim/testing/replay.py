@@ -29,6 +29,8 @@ class InvalidReplayToken(ValueError):
 
 @dataclass(frozen=True)
 class Replay:
+    """One example, everything needed to run it again; :meth:`token` and :meth:`command`."""
+
     factory: str
     steps: tuple[Step, ...]
     schedule: tuple[int, ...]
@@ -39,6 +41,7 @@ class Replay:
     python: str = ""
 
     def token(self) -> str:
+        """The ``ks1.`` token: base64url of compressed JSON."""
         data = {
             "factory": self.factory,
             "steps": [step.to_json() for step in self.steps],
@@ -58,6 +61,7 @@ class Replay:
         return TOKEN_PREFIX + packed
 
     def command(self) -> str:
+        """The replay line: ``kubesim replay ks1....``."""
         return f"kubesim replay {self.token()}"
 
 
@@ -66,6 +70,7 @@ def python_version() -> str:
 
 
 def parse_token(token: str) -> Replay:
+    """The :class:`Replay` a token describes; :class:`InvalidReplayToken` if it is not one."""
     text = token.strip()
     if not text.startswith(TOKEN_PREFIX):
         raise InvalidReplayToken(

@@ -79,7 +79,9 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
 assert set(STEP_STRATEGIES) == set(KINDS), "every step kind needs a strategy"
 
 ALL_KINDS: tuple[str, ...] = tuple(row.kind for row in STEP_KINDS)
+"""Every step kind, workload and faults, in table order (``kubesim check --list-kinds``)."""
 FAULT_KINDS: tuple[str, ...] = tuple(row.kind for row in STEP_KINDS if row.fault)
+"""The step kinds that are faults (those ``kubesim check --faults`` accepts)."""
 
 
 def _checked_kinds(kinds: Iterable[str]) -> tuple[str, ...]:

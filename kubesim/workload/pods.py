@@ -27,6 +27,13 @@ def make_pod(
     pod_ip: str = "10.0.0.1",
     phase: str = "Running",
 ) -> JSON:
+    """A realistic pod as the server stores it (wire JSON, no server-set metadata yet).
+
+    Labels (``app`` from the name by default), ``containers`` containers with images, ports,
+    probes, env and resources, a node, a pod IP and container statuses for ``phase``: the size
+    and shape of a real pod, so memory figures are realistic. Pass it to
+    ``server.create("pods", pod, namespace=...)``.
+    """
     if containers < 1:
         raise ValueError(f"a pod needs at least one container, got containers={containers}")
     app = (labels or {}).get("app", name.rsplit("-", 1)[0])

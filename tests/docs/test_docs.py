@@ -1,7 +1,8 @@
 """The documentation runs: every code block in docs/ and README.md is executed or visibly excused.
 
-- Every fenced block says what it is: ``python``, ``sh`` or ``text`` (output, diagrams,
-  synopses: never run).
+- Every fenced block says what it is: ``python``, ``sh``, ``text`` (output, diagrams,
+  synopses: never run) or ``yaml`` (a configuration file such as a CI workflow: never run,
+  but it must parse; tests/docs/test_ci_workflow.py checks the workflow's commands).
 - ``python`` blocks of one page run in order in one namespace, so a page builds on its earlier
   blocks. A block whose first line is ``# file: NAME.py`` is the user's own module: it is written
   into a temporary directory on ``sys.path`` (and the working directory of the page's commands)
@@ -44,7 +45,7 @@ PAGES = [
     *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")),
     "README.md",
 ]
-KINDS = ("python", "sh", "text")
+KINDS = ("python", "sh", "text", "yaml")
 PUBLIC_MODULES = (
     "kubesim",
     "kubesim.sched",
@@ -132,6 +133,15 @@ def test_every_block_says_what_it_is(block: Block) -> None:
     if block.not_run is not None:
         assert block.kind == "sh", f"{block.where}: only sh blocks may be marked not-run"
         assert block.not_run, f"{block.where}: a not-run marker needs a reason"
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in ALL_BLOCKS if b.kind == "yaml"], ids=lambda b: b.where
+)
+def test_yaml_blocks_parse(block: Block) -> None:
+    import yaml
+
+    assert isinstance(yaml.safe_load(block.code), dict), f"{block.where}: not a YAML mapping"
 
 
 # -- imports -----------------------------------------------------------------------------------
