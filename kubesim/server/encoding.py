@@ -19,6 +19,7 @@ dumps = orjson.dumps
 loads = orjson.loads
 JSONDecodeError = orjson.JSONDecodeError
 OPT_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
+OPT_INDENT_2 = orjson.OPT_INDENT_2
 
 # k8s.io/apimachinery/pkg/apis/meta/v1 ObjectMeta field order.
 _METADATA_ORDER = (

@@ -16,14 +16,14 @@ from __future__ import annotations
 import contextlib
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubesim.server import discovery, openapi, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
-from kubesim.server.encoding import OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
+from kubesim.server.encoding import OPT_INDENT_2, OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
 from kubesim.server.patch import PATCH_TYPES
 from kubesim.server.resources import ResourceType
 from kubesim.server.watch import WatchStream
@@ -72,6 +72,10 @@ class Response:
     content_type: str = JSON_TYPE
     # Headers beyond Content-Type (today only Retry-After); transports copy them onto the wire.
     headers: Mapping[str, str] = field(default_factory=dict)
+    # Written as is. Otherwise a JSON body gets the newline apimachinery's JSON serializer ends
+    # every object with (it writes through Go's json.Encoder.Encode); /version and the OpenAPI
+    # documents are written by handlers of their own, without one.
+    raw: bool = False
 
     @property
     def is_watch(self) -> bool:
@@ -177,12 +181,21 @@ def handle(server: APIServer, request: Request) -> Response:
         for listener in server.request_listeners:
             listener(request.method, request.path)
     try:
-        return _dispatch(server, request)
+        return _framed(_dispatch(server, request))
     except st.StatusError as error:
-        return _status(error)
+        return _framed(_status(error))
     except Exception as exc:  # the server must never die on a request; report, don't hide
         server.trace.record("internal-error", type(exc).__name__, str(exc))
-        return _status(st.internal_error(f"{type(exc).__name__}: {exc}"))
+        return _framed(_status(st.internal_error(f"{type(exc).__name__}: {exc}")))
+
+
+def _framed(response: Response) -> Response:
+    body = response.body
+    if response.raw or not isinstance(body, bytes) or not body or body.endswith(b"\n"):
+        return response
+    if not response.content_type.startswith("application/json"):
+        return response
+    return replace(response, body=body + b"\n")
 
 
 def _dispatch(server: APIServer, request: Request) -> Response:
@@ -252,9 +265,10 @@ def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
         if doc is None:
             raise st.not_found_path()
     elif segments == ["version"]:
-        doc = discovery.SERVER_VERSION
+        # version.go writes it with responsewriters.WriteRawJSON: indented, no newline.
+        return Response(200, dumps(discovery.SERVER_VERSION, option=OPT_INDENT_2), raw=True)
     elif segments == ["openapi", "v3"]:
-        doc = openapi.index(resources)
+        return Response(200, dumps(openapi.index(resources)), raw=True)
     elif segments[:2] == ["openapi", "v3"] and len(segments) in (4, 5):
         rest = segments[2:]
         group, version = (
@@ -265,7 +279,7 @@ def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
         body = openapi.group_version_document(resources, group, version) if version else None
         if body is None:
             raise st.not_found_path()
-        return Response(200, body, JSON_TYPE)
+        return Response(200, body, JSON_TYPE, raw=True)
     elif segments in (["healthz"], ["livez"], ["readyz"]):
         return Response(200, b"ok", "text/plain; charset=utf-8")
     return None if doc is None else _json(200, doc)
@@ -585,6 +599,10 @@ def _decode_yaml(body: bytes) -> Any:
         obj = yaml.safe_load(body)
     except yaml.YAMLError as exc:
         raise st.bad_request(f"error converting YAML to JSON: {exc}") from None
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        raise st.bad_request(
+            "error converting YAML to JSON: the document nests too deeply"
+        ) from None
     # What sigs.k8s.io/yaml does next: the document as JSON. Dates become strings, other keys
     # become strings; what JSON cannot hold at all (a lone surrogate) is the client's error.
     try:

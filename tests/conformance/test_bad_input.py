@@ -369,3 +369,14 @@ def test_a_yaml_body_is_converted_to_json_as_sigs_k8s_io_yaml_does(api: Endpoint
         )
         assert status["message"].startswith("error converting YAML to JSON: ")
     assert api.alive()
+
+
+def test_a_yaml_body_nested_beyond_any_limit_is_a_400(api: Endpoint, ns: str) -> None:
+    body = b"[" * 5000 + b"]" * 5000
+    status = assert_status(
+        api.request("POST", configmaps(ns), body, content_type="application/yaml"),
+        400,
+        "BadRequest",
+    )
+    assert status["message"] == "error converting YAML to JSON: the document nests too deeply"
+    assert api.alive()
