@@ -76,6 +76,7 @@ def read_client() -> list[dict[str, Any]]:
                     "namespaced": False,
                     "verbs": set(),
                     "subresources": set(),
+                    "delete_response": "",
                 },
             )
             if "{namespace}" in path:
@@ -97,17 +98,24 @@ def read_client() -> list[dict[str, Any]]:
                 row["verbs"].add(verb)
             if verb == "list" and name in responses and not row["kind"]:
                 row["kind"] = _kind_of(responses[name])
+            if verb == "delete" and name in responses:
+                row["delete_response"] = responses[name]
     out = []
     for row in rows.values():
         if not row["kind"] or "list" not in row["verbs"]:
             continue  # a virtual resource (reviews, tokens): no objects to store
         if "list" in row["verbs"]:
             row["verbs"].add("watch")
+        delete_response = row.pop("delete_response")
         out.append(
             {
                 **row,
                 "verbs": tuple(sorted(row["verbs"])),
                 "subresources": tuple(sorted(row["subresources"])),
+                # The OpenAPI document types a delete's answer: the object itself where the
+                # registry store sets ReturnDeletedObject (pods, services, ...), else a Status.
+                "delete_returns_object": bool(delete_response)
+                and _kind_of(delete_response) == row["kind"],
             }
         )
     return sorted(out, key=lambda r: (r["group"], r["version"], r["plural"]))
@@ -135,6 +143,16 @@ def render(rows: list[dict[str, Any]], client_version: str) -> str:
             f"    ({r['group']!r}, {r['version']!r}, {r['kind']!r}, {r['plural']!r}, "
             f"{r['namespaced']!r}, {r['verbs']!r}, {r['subresources']!r}),"
         )
+    lines.append(")")
+    lines.append("")
+    lines.append("# (group, plural) whose delete answers with the object, not a Status")
+    lines.append("RETURNS_DELETED_OBJECT: frozenset[tuple[str, str]] = frozenset(")
+    lines.append("    {")
+    for group, plural in sorted(
+        {(r["group"], r["plural"]) for r in rows if r["delete_returns_object"]}
+    ):
+        lines.append(f"        ({group!r}, {plural!r}),")
+    lines.append("    }")
     lines.append(")")
     return "\n".join(lines) + "\n"
 

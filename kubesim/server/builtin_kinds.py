@@ -599,3 +599,25 @@ BUILTIN_KINDS: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str,
         ("status",),
     ),
 )
+
+# (group, plural) whose delete answers with the object, not a Status
+RETURNS_DELETED_OBJECT: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "pods"),
+        ("", "podtemplates"),
+        ("", "resourcequotas"),
+        ("", "serviceaccounts"),
+        ("", "services"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
+    }
+)

@@ -94,7 +94,8 @@ class ResourceType:
     verbs: tuple[str, ...] = STANDARD_VERBS
     selectable_fields: Mapping[str, FieldGetter] = field(default_factory=lambda: dict(_META_FIELDS))
     field_aliases: Mapping[str, str] = field(default_factory=dict)
-    # apiserver registry stores set ReturnDeletedObject for pods; most others answer a Status.
+    # Registry stores that set ReturnDeletedObject (pods, services, ...: the generated table's
+    # RETURNS_DELETED_OBJECT) answer a delete with the object; the others with a Status.
     return_deleted_object: bool = False
     # Custom resources: list items keep kind/apiVersion (they are unstructured objects).
     list_items_have_type: bool = False
@@ -163,8 +164,14 @@ def builtin_resources() -> list[ResourceType]:
     # /scale where the client has a scale operation (deployments, replicasets, statefulsets,
     # replicationcontrollers in this release): their registry storage.go adds a ScaleREST.
     scaled = {(row[0], row[3]) for row in rows if "scale" in row[6]}
+    from kubesim.server.builtin_kinds import RETURNS_DELETED_OBJECT
+
     detailed = [
-        dataclasses.replace(r, scale_subresource=True) if (r.group, r.plural) in scaled else r
+        dataclasses.replace(
+            r,
+            scale_subresource=r.scale_subresource or (r.group, r.plural) in scaled,
+            return_deleted_object=(r.group, r.plural) in RETURNS_DELETED_OBJECT,
+        )
         for r in _detailed_resources()
     ]
     known = {(r.group, r.plural) for r in detailed}
@@ -184,6 +191,7 @@ def builtin_resources() -> list[ResourceType]:
                 categories=("all",) if (group, plural) in CATEGORY_ALL else (),
                 status_subresource="status" in subresources,
                 scale_subresource="scale" in subresources,
+                return_deleted_object=(group, plural) in RETURNS_DELETED_OBJECT,
                 # Kinds split into spec and status track spec changes in metadata.generation.
                 generation_fields=("spec",) if "status" in subresources else (),
             )
@@ -249,7 +257,6 @@ def _detailed_resources() -> list[ResourceType]:
             short_names=("po",),
             selectable_fields=_POD_FIELDS,
             field_aliases=_POD_FIELD_ALIASES,
-            return_deleted_object=True,
             generation_fields=(),
             categories=("all",),
         ),

@@ -11,7 +11,7 @@ import pytest
 
 from kubesim import APIServer
 from kubesim.server import discovery
-from kubesim.server.builtin_kinds import BUILTIN_KINDS, CLIENT_VERSION
+from kubesim.server.builtin_kinds import BUILTIN_KINDS, CLIENT_VERSION, RETURNS_DELETED_OBJECT
 from kubesim.server.encoding import loads
 from kubesim.server.routes import Request, handle
 
@@ -38,6 +38,11 @@ def test_the_table_is_what_the_installed_client_describes() -> None:
         for r in read_client()
     ]
     assert regenerated == list(BUILTIN_KINDS), "run tools/gen_builtin_kinds.py"
+    returning = {(r["group"], r["plural"]) for r in read_client() if r["delete_returns_object"]}
+    assert returning == RETURNS_DELETED_OBJECT, "run tools/gen_builtin_kinds.py"
+    # The kinds whose delete answers with the object in the official client's own e2e tests.
+    assert {("", "pods"), ("", "services")} <= RETURNS_DELETED_OBJECT
+    assert ("", "configmaps") not in RETURNS_DELETED_OBJECT
     kinds = {(g, k) for g, _, k, *_ in BUILTIN_KINDS}
     # What the users named: all of these are there.
     for wanted in [
