@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from kubesim.scenario.run import Setup, StoreFactory
+from kubesim.testing.marks import FLEET_TEST_ATTRIBUTE
 
 DATABASE_VARIABLE = "KUBESIM_DATABASE"
 PROFILE = "kubesim-database"
@@ -142,4 +143,6 @@ def fuzz_test(
         raise StoreViolation("\n".join(lines))
 
     test.__name__ = test.__qualname__ = f"fuzz_{spec.replace(':', '_').replace('.', '_')}"
+    # The pytest plugin keys this test's examples by node id, as HypoFuzz does (marks.py).
+    setattr(test.hypothesis.inner_test, FLEET_TEST_ATTRIBUTE, True)  # type: ignore[attr-defined]
     return test

@@ -20,6 +20,8 @@ from kubesim.checks.store import ORACLES, Oracle
 PREFIX = "kubesim_"
 # Set on every store test function; the plugin tells store tests from other tests by it.
 STORE_TEST_ATTRIBUTE = "_kubesim_store_test"
+# Set on the inner test of every fuzz_test; the plugin keys its examples as HypoFuzz does.
+FLEET_TEST_ATTRIBUTE = "_kubesim_fleet_test"
 
 
 def marker_name(oracle: str) -> str:

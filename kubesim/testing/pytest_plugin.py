@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kubesim.testing.marks import MARKERS, STORE_TEST_ATTRIBUTE, marker_help
+from kubesim.testing.marks import (
+    FLEET_TEST_ATTRIBUTE,
+    MARKERS,
+    STORE_TEST_ATTRIBUTE,
+    marker_help,
+)
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -138,6 +143,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if options.database is not None:
         shown.append(f"database {options.database}")
     return [f"kubesim: {', '.join(shown)}"] if shown else []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A fuzz_test's failures must replay wherever they were found. HypoFuzz keys a test's
+    # examples by its pytest node id (it adds the id to the test's digest); plain pytest adds
+    # the id only to parametrized tests. Adding it here too gives both the same key, so a
+    # failure a fleet of HypoFuzz workers saved is the first thing a pytest run replays.
+    for item in items:
+        inner = getattr(getattr(getattr(item, "obj", None), "hypothesis", None), "inner_test", None)
+        if getattr(inner, FLEET_TEST_ATTRIBUTE, False):
+            inner._hypothesis_internal_add_digest = item.nodeid.encode()  # type: ignore[union-attr]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

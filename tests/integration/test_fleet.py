@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -126,3 +127,64 @@ def test_workers_share_a_failure_through_redis_and_a_plain_run_replays_it_first(
         assert "reuse phase" in statistics, (name, output[-3000:])
         assert "generate phase" not in statistics, (name, statistics)
     print(f"fleet: first failure saved after {found_after:.1f} s; two later runs replayed it first")
+
+
+HYPOFUZZ_PYTHON = os.environ.get("KUBESIM_HYPOFUZZ_PYTHON", "")
+FUZZ_ARGS = ("fuzz", "-n", "2", "--no-dashboard", "--", "test_fleet_target.py")
+REPLAY_ARGS = ("test_fleet_target.py", "--hypothesis-show-statistics")
+
+
+@pytest.mark.skipif(
+    not HYPOFUZZ_PYTHON,
+    reason="KUBESIM_HYPOFUZZ_PYTHON names no Python with HypoFuzz (.ci/run sets one up)",
+)
+def test_hypofuzz_workers_save_a_failure_that_a_plain_pytest_run_replays_first(
+    tmp_path: Path, redis_url: str
+) -> None:
+    # HypoFuzz needs an older Hypothesis than the test install (see the fleet how-to), so it
+    # runs from a Python of its own; the replaying pytest run uses that Python too, because
+    # saved examples do not carry across those Hypothesis versions.
+    python = Path(HYPOFUZZ_PYTHON)
+    assert python.exists(), f"KUBESIM_HYPOFUZZ_PYTHON={HYPOFUZZ_PYTHON} does not exist"
+    (tmp_path / "test_fleet_target.py").write_text(TARGET)
+    env = {**os.environ, "KUBESIM_DATABASE": redis_url, "PYTHONPATH": str(ROOT)}
+    client = redis.Redis.from_url(redis_url)
+    started = time.monotonic()
+    fuzzers = subprocess.Popen(
+        [str(python.parent / "hypothesis"), *FUZZ_ARGS],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the workers are its children: stop them all at the end
+    )
+    try:
+        deadline = started + 300
+        while not any(b".hypofuzz.failures" in key for key in client.scan_iter()):
+            assert fuzzers.poll() is None, fuzzers.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, "two HypoFuzz workers found nothing in 300 s"
+            time.sleep(0.5)
+        found_after = time.monotonic() - started
+    finally:
+        os.killpg(fuzzers.pid, signal.SIGTERM)
+        fuzzers.communicate(timeout=60)
+    replay = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *REPLAY_ARGS],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = replay.stdout + replay.stderr
+    assert replay.returncode == 1, output[-3000:]
+    assert "StoreViolation" in output, output[-3000:]  # the leak, not an error of the setup
+    assert "replay: kubesim replay ks1." in output, output[-3000:]
+    statistics = output[output.find("Hypothesis Statistics") :]
+    assert "reuse phase" in statistics, output[-3000:]
+    assert "generate phase" not in statistics, statistics
+    print(
+        f"hypofuzz: 2 workers saved a shrunk failure after {found_after:.1f} s; "
+        "a pytest run replayed it first"
+    )

@@ -397,3 +397,29 @@ def test_the_report_option_writes_one_page_per_store_test(user: pytest.Pytester)
     assert "leaky_store:appending_watcher" in text
     assert 'aria-label="memory over rounds"' in text
     assert "kubesim replay ks1." in text
+
+
+def test_a_fuzz_test_is_keyed_by_its_node_id_as_hypofuzz_keys_it(user: pytest.Pytester) -> None:
+    # HypoFuzz adds the pytest node id to every test's database key; plain pytest only to
+    # parametrized ones. The plugin adds it to fuzz_test targets, so what a HypoFuzz fleet
+    # saved is what pytest replays; other Hypothesis tests keep their usual key.
+    user.makepyfile(
+        test_keys="""
+        from hypothesis import given, strategies as st
+        from kubesim.testing import fuzz_test
+
+        test_fleet = fuzz_test("leaky_store:reflector", max_examples=1)
+
+        @given(st.integers())
+        def test_plain(x):
+            pass
+
+        def test_zz_keys(request):
+            items = {item.name: item for item in request.session.items}
+            fleet = items["test_fleet"].obj.hypothesis.inner_test
+            plain = items["test_plain"].obj.hypothesis.inner_test
+            assert fleet._hypothesis_internal_add_digest == b"test_keys.py::test_fleet"
+            assert not hasattr(plain, "_hypothesis_internal_add_digest")
+        """
+    )
+    run(user).assert_outcomes(passed=3)
