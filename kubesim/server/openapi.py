@@ -144,6 +144,16 @@ def _schemas(resource: ResourceType, gvk: JSON) -> JSON:
     return out
 
 
+def kind_schemas(resource: ResourceType) -> tuple[JSON, str] | None:
+    """A built-in kind's schemas from the official client's models (every schema it refers
+    to, by name) and the name of its own; None without the client or a model for it."""
+    model = _model_class(resource)
+    if model is None:
+        return None
+    out: JSON = {}
+    return out, _model_schema(model, out)
+
+
 def _definition_name(group: str, version: str, kind: str) -> str:
     reversed_group = ".".join(reversed(group.split("."))) if group else "io.k8s.api.core"
     return f"{reversed_group}.{version}.{kind}"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubesim.server import discovery, openapi, protobuf, tables
+from kubesim.server import discovery, field_validation, openapi, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -322,6 +322,16 @@ _WRITE_OPTIONS = {
 }
 
 
+def _validated_body(
+    request: Request, target: _Target, query: Query, options_kind: str
+) -> tuple[Any, dict[str, str]]:
+    """The decoded body after ``fieldValidation`` (kubesim.server.field_validation), and the
+    ``Warning`` header that names what it dropped."""
+    mode = field_validation.directive(query.get("fieldValidation"), options_kind)
+    body, warnings = field_validation.check(target.resource, _decode_body(request), mode)
+    return body, ({"Warning": ", ".join(warnings)} if warnings else {})
+
+
 def _dry_run(method: str, query: Query, body_options: JSON | None = None) -> bool:
     """``dryRun=All`` (in the query, or a DeleteOptions body): validated like a write, never
     stored. Any other value is refused as apimachinery's ValidateDryRun refuses it."""
@@ -380,10 +390,10 @@ def _resource_request(
         return Response(200, stored.json())
     if method == "POST" and target.name is None:
         dry_run = _dry_run(method, query)
-        body = _decode_body(request)
+        body, warnings = _validated_body(request, target, query, "CreateOptions")
         with server.lock, _managing(server, query):
             stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
-            return Response(201, stored.json())
+            return Response(201, stored.json(), headers=warnings)
     if method == "DELETE" and target.name is None:
         if "deletecollection" not in target.resource.verbs:
             raise st.method_not_allowed(method)  # namespaces: one at a time
@@ -400,7 +410,7 @@ def _resource_request(
     if target.name is not None:
         if method == "PUT":
             dry_run = _dry_run(method, query)
-            body = _decode_body(request)
+            body, warnings = _validated_body(request, target, query, "UpdateOptions")
             with server.lock, _managing(server, query):
                 stored = server._update(
                     target.resource,
@@ -410,7 +420,7 @@ def _resource_request(
                     target.subresource,
                     dry_run=dry_run,
                 )
-                return Response(200, stored.json())
+                return Response(200, stored.json(), headers=warnings)
         if method == "PATCH":
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
             if content_type == APPLY_PATCH:
@@ -421,6 +431,7 @@ def _resource_request(
                 raise _patch_options_invalid(
                     "force", "Forbidden: may not be specified for non-apply patch"
                 )
+            field_validation.directive(query.get("fieldValidation"), "PatchOptions")
             dry_run = _dry_run(method, query)
             body = _decode_json(_check_size(request.body))
             with server.lock, _managing(server, query):

@@ -23,6 +23,7 @@ import socket
 import ssl
 import sys
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -85,10 +86,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_status(self, status: dict[str, Any], code: int) -> None:
         self._send(code, dumps(status), "application/json")
 
-    def _send(self, code: int, body: bytes, content_type: str) -> None:
+    def _send(
+        self, code: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache, private")
+        for name, value in (headers or {}).items():  # Retry-After, Warning
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
@@ -128,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(response.body)
         else:
             try:
-                self._send(response.status, response.body, response.content_type)
+                self._send(response.status, response.body, response.content_type, response.headers)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away before its answer
 

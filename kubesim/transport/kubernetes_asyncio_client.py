@@ -70,7 +70,7 @@ import json
 import threading
 import urllib.parse
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from kubesim.server.apiserver import APIServer
@@ -287,6 +287,7 @@ class FakeResponse:
         read_timeout: float | None,
         deadline: float | None,
         request_headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         import aiohttp
         from multidict import CIMultiDict, CIMultiDictProxy
@@ -301,7 +302,9 @@ class FakeResponse:
             self.reason = http.HTTPStatus(status).phrase
         except ValueError:
             self.reason = ""
-        self.headers = CIMultiDictProxy(CIMultiDict({"Content-Type": content_type}))
+        self.headers = CIMultiDictProxy(
+            CIMultiDict({"Content-Type": content_type, **(headers or {})})
+        )
         media_type, _, parameters = content_type.partition(";")
         self.content_type = media_type.strip()
         charset = parameters.strip().partition("charset=")[2].strip() if parameters else ""
@@ -479,6 +482,7 @@ class FakeSession:
             read_timeout=read_timeout,
             deadline=deadline,
             request_headers={str(k): str(v) for k, v in headers.items()},
+            headers=response.headers,
         )
 
     async def close(self) -> None:

@@ -88,7 +88,13 @@ class FakeConnection:
 class FakeHTTPResponse:
     """The subset of ``urllib3.HTTPResponse`` the kubernetes client touches."""
 
-    def __init__(self, status: int, content_type: str, body: bytes | WatchStream) -> None:
+    def __init__(
+        self,
+        status: int,
+        content_type: str,
+        body: bytes | WatchStream,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         import urllib3
 
         self.status = status
@@ -98,7 +104,7 @@ class FakeHTTPResponse:
             self.reason = http.HTTPStatus(status).phrase
         except ValueError:
             self.reason = ""
-        self.headers = urllib3.HTTPHeaderDict({"Content-Type": content_type})
+        self.headers = urllib3.HTTPHeaderDict({"Content-Type": content_type, **(headers or {})})
         self._body = body
         self._data: bytes | None = body if isinstance(body, bytes) else None
         self.closed = False
@@ -197,7 +203,9 @@ class PoolManager:
         if catch_up is not None:
             catch_up(self.server)  # a watch opened now times out from now, not from a stale time
         response = handle(self.server, request)
-        return FakeHTTPResponse(response.status, response.content_type, response.body)
+        return FakeHTTPResponse(
+            response.status, response.content_type, response.body, response.headers
+        )
 
     def clear(self) -> None:
         pass

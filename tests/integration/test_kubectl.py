@@ -513,6 +513,27 @@ def test_apply_with_default_validation_registers_a_crd_and_applies_its_objects(
     assert "deleted" in kubectl.ok("delete", "-f", str(tmp_path / "crd.json"))
 
 
+def test_unknown_fields_fail_apply_with_default_validation_and_warn_with_validate_warn(
+    kubectl: Kubectl, api: Api, tmp_path: Path
+) -> None:
+    namespace = api.namespace(f"fv-{kubectl.tag}")
+    manifest = pod_manifest("typo")
+    manifest["metadata"]["namespace"] = namespace
+    manifest["spec"]["replicas"] = 3  # a Deployment field, on a Pod
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(manifest))
+    refused = kubectl.run("apply", "-f", str(path))
+    assert refused.returncode == 1, refused
+    assert (
+        'Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+        'unknown field "spec.replicas"'
+    ) in refused.stderr
+    warned = kubectl.run("apply", "--validate=warn", "-f", str(path))
+    assert warned.returncode == 0, warned
+    assert 'Warning: unknown field "spec.replicas"' in warned.stderr
+    assert "replicas" not in api.ok("GET", f"/api/v1/namespaces/{namespace}/pods/typo")["spec"]
+
+
 def test_explain_renders_the_schema_of_a_built_in_kind(kubectl: Kubectl) -> None:
     out = kubectl.ok("explain", "deployment.spec.replicas")
     assert "KIND:" in out
