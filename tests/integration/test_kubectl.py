@@ -534,6 +534,25 @@ def test_unknown_fields_fail_apply_with_default_validation_and_warn_with_validat
     assert "replicas" not in api.ok("GET", f"/api/v1/namespaces/{namespace}/pods/typo")["spec"]
 
 
+def test_delete_all_removes_every_object_and_a_server_dry_run_removes_none(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"del-{kubectl.tag}")
+    for name in ("c1", "c2"):
+        api.ok("POST", f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": name}})
+    api.create_pod(namespace, "p1")
+    dry = kubectl.ok("delete", "configmaps", "--all", "--dry-run=server", "-n", namespace)
+    assert 'configmap "c1" deleted (server dry run)' in dry
+    listed = api.ok("GET", f"/api/v1/namespaces/{namespace}/configmaps")["items"]
+    assert sorted(item["metadata"]["name"] for item in listed) == ["c1", "c2"]
+    out = kubectl.ok("delete", "configmaps", "--all", "-n", namespace)
+    assert 'configmap "c1" deleted' in out
+    assert 'configmap "c2" deleted' in out
+    assert api.ok("GET", f"/api/v1/namespaces/{namespace}/configmaps")["items"] == []
+    assert 'pod "p1" deleted' in kubectl.ok("delete", "all", "--all", "-n", namespace)
+    assert api.get_pod(namespace, "p1")[0] == 404
+
+
 def test_explain_renders_the_schema_of_a_built_in_kind(kubectl: Kubectl) -> None:
     out = kubectl.ok("explain", "deployment.spec.replicas")
     assert "KIND:" in out
