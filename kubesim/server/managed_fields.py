@@ -12,9 +12,14 @@ conflict: 409 ``Conflict`` naming each field and its owner, unless ``force=true`
 the fields over. Fields the same manager applied before and no longer applies are removed,
 unless another manager also owns them (structured-merge-diff's ownership rules).
 
-Simplification, stated: lists are atomic (owned and replaced as a whole), where the real server
-merges associative lists (containers by name) item by item. Requests that name no field manager
-(the Python clients by default) record nothing, so simulations stay as lean as before.
+Associative lists (containers by name, ports, env, volumes, conditions: the lists of
+:data:`kubesim.server.patch.STRATEGIC_MERGE_KEYS`) are owned and merged item by item, each item
+named by its key as the apiserver names it (``k:{"name":"main"}`` in ``fieldsV1``,
+``.spec.containers[name="main"].image`` in a conflict). Simplifications, stated: every other list
+is atomic (owned and replaced as a whole); an item is keyed by its strategic merge key alone
+(the real ``x-kubernetes-list-map-keys`` of ports add the protocol); the ``.`` marker of an
+owned item is not written. Requests that name no field manager (the Python clients by default)
+record nothing, so simulations stay as lean as before.
 """
 
 from __future__ import annotations
@@ -27,6 +32,34 @@ from kubesim.server import status as st
 
 JSON = dict[str, Any]
 Path = tuple[str, ...]
+
+
+class _Item(str):
+    """A path segment naming one item of an associative list: ``k:{"name":"main"}``."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, key: str, value: Any) -> _Item:
+        return cls("k:" + json.dumps({key: value}, separators=(",", ":")))
+
+    def key(self) -> tuple[str, Any]:
+        ((name, value),) = json.loads(self[2:]).items()
+        return name, value
+
+
+def _list_key(path: Path, items: list[Any]) -> str | None:
+    """The merge key of the associative list at ``path``, if its items all carry one."""
+    from kubesim.server.patch import STRATEGIC_MERGE_KEYS
+
+    key = STRATEGIC_MERGE_KEYS.get(tuple(p for p in path if not isinstance(p, _Item)))
+    if not isinstance(key, str) or key.startswith("$") or not items:
+        return None
+    for item in items:
+        if not isinstance(item, dict) or isinstance(item.get(key), dict | list | None):
+            return None
+    return key
+
 
 # Metadata that is identity or server-owned, never part of a manager's field set.
 _NOT_OWNED_METADATA = frozenset(
@@ -65,8 +98,13 @@ def _leaves(value: Any, path: Path) -> Iterator[Path]:
     if isinstance(value, dict) and value:
         for key, child in value.items():
             yield from _leaves(child, (*path, key))
-    else:
+        return
+    key = _list_key(path, value) if isinstance(value, list) else None
+    if key is None:
         yield path
+        return
+    for item in value:
+        yield from _leaves(item, (*path, _Item.of(key, item[key])))
 
 
 def encode(paths: set[Path]) -> JSON:
@@ -75,7 +113,7 @@ def encode(paths: set[Path]) -> JSON:
     for path in sorted(paths):
         node = root
         for key in path:
-            node = node.setdefault(f"f:{key}", {})
+            node = node.setdefault(str(key) if isinstance(key, _Item) else f"f:{key}", {})
     return root
 
 
@@ -84,9 +122,12 @@ def decode(fields: Any, prefix: Path = ()) -> set[Path]:
     if not isinstance(fields, dict):
         return out
     for key, child in fields.items():
-        if not key.startswith("f:"):
-            continue  # "k:" and "v:" list items: kubesim's lists are atomic
-        path = (*prefix, key[2:])
+        if key.startswith("k:"):
+            path: Path = (*prefix, _Item(key))
+        elif key.startswith("f:"):
+            path = (*prefix, key[2:])
+        else:
+            continue  # "." (the item itself) and "v:" (set members): not written by kubesim
         below = decode(child, path)
         out.update(below if below else {path})
     return out
@@ -94,10 +135,23 @@ def decode(fields: Any, prefix: Path = ()) -> set[Path]:
 
 def _get(obj: Any, path: Path) -> Any:
     for key in path:
+        if isinstance(key, _Item):
+            obj = _find(obj, key)
+            if obj is None:
+                return _MISSING
+            continue
         if not isinstance(obj, dict) or key not in obj:
             return _MISSING
         obj = obj[key]
     return obj
+
+
+def _find(items: Any, item: _Item) -> JSON | None:
+    """The item of the list ``items`` that ``item`` names, or None."""
+    if not isinstance(items, list):
+        return None
+    name, value = item.key()
+    return next((i for i in items if isinstance(i, dict) and i.get(name) == value), None)
 
 
 _MISSING = object()
@@ -189,10 +243,26 @@ def apply(
     return result
 
 
-def _merge(live: JSON, applied: JSON) -> JSON:
+def _merge(live: JSON, applied: JSON, path: Path = ()) -> JSON:
     for key, value in applied.items():
-        if isinstance(value, dict) and isinstance(live.get(key), dict):
-            _merge(live[key], value)
+        here = (*path, key)
+        current = live.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            _merge(current, value, here)
+        elif (
+            isinstance(value, list)
+            and isinstance(current, list)
+            and (merge_key := _list_key(here, value)) is not None
+            and _list_key(here, current) == merge_key
+        ):
+            # Item by item: applied items merge into the live item with the same key, new
+            # ones are appended; live items the configuration does not name stay.
+            for item in value:
+                match = _find(current, _Item.of(merge_key, item[merge_key]))
+                if match is None:
+                    current.append(json.loads(json.dumps(item)))
+                else:
+                    _merge(match, item, (*here, _Item.of(merge_key, item[merge_key])))
         else:
             live[key] = json.loads(json.dumps(value))
     return live
@@ -200,21 +270,35 @@ def _merge(live: JSON, applied: JSON) -> JSON:
 
 def _remove(obj: JSON, path: Path) -> None:
     node: Any = obj
+    parent: Any = None
     for key in path[:-1]:
-        if not isinstance(node, dict) or key not in node:
+        parent = node
+        node = _find(node, key) if isinstance(key, _Item) else _child(node, key)
+        if node is None:
             return
-        node = node[key]
+    last = path[-1]
+    if isinstance(last, _Item):
+        item = _find(node, last)
+        if item is not None:
+            node.remove(item)
+        return
     if isinstance(node, dict):
-        node.pop(path[-1], None)
+        node.pop(last, None)
+        # An item that lost its key is no item: the manager stopped applying all of it.
+        named = len(path) >= 2 and isinstance(path[-2], _Item) and path[-2].key()[0] == last
+        if named and isinstance(parent, list) and node in parent:
+            parent.remove(node)
+
+
+def _child(node: Any, key: str) -> Any:
+    return node.get(key) if isinstance(node, dict) else None
 
 
 def _conflict(kind: str, name: str, conflicts: list[tuple[Path, str, str]]) -> st.StatusError:
     """409 as structured-merge-diff words it: ``Apply failed with 1 conflict: conflict with
     "kubectl-client-side-apply" using v1: .data.key``."""
     lines = [
-        f'conflict with "{manager}"'
-        + (f" using {version}" if version else "")
-        + f": .{'.'.join(path)}"
+        f'conflict with "{manager}"' + (f" using {version}" if version else "") + f": {_show(path)}"
         for path, manager, version in conflicts
     ]
     count = f"{len(conflicts)} conflict" + ("s" if len(conflicts) > 1 else "")
@@ -223,10 +307,22 @@ def _conflict(kind: str, name: str, conflicts: list[tuple[Path, str, str]]) -> s
         {
             "reason": "FieldManagerConflict",
             "message": f'conflict with "{manager}"' + (f" using {version}" if version else ""),
-            "field": "." + ".".join(path),
+            "field": _show(path),
         }
         for path, manager, version in conflicts
     ]
     return st.StatusError(
         st.failure(409, "Conflict", message, {"name": name, "kind": kind, "causes": causes})
     )
+
+
+def _show(path: Path) -> str:
+    """A field path as structured-merge-diff prints it: ``.spec.containers[name="a"].image``."""
+    out = ""
+    for key in path:
+        if isinstance(key, _Item):
+            name, value = key.key()
+            out += f"[{name}={json.dumps(value)}]"
+        else:
+            out += f".{key}"
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .objects import configmap, configmaps
+from .objects import configmap, configmaps, deployment, deployments
 from .wire import Endpoint, query
 
 APPLY = "application/apply-patch+yaml"
@@ -124,3 +124,51 @@ def test_apply_needs_a_field_manager_and_force_needs_apply(api: Endpoint, ns: st
     assert forced.status == 422, forced
     # Writes that name no manager leave no managedFields (the Python clients' default).
     assert "managedFields" not in api.ok("GET", path)["metadata"]
+
+
+def with_containers(*containers: tuple[str, str]) -> dict[str, Any]:
+    body = deployment("web")
+    body["spec"]["template"]["spec"]["containers"] = [
+        {"name": name, "image": image} for name, image in containers
+    ]
+    return body
+
+
+def containers_of(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["name"], c["image"]) for c in obj["spec"]["template"]["spec"]["containers"]]
+
+
+def test_associative_lists_merge_item_by_item_and_each_manager_owns_its_items(
+    api: Endpoint, ns: str
+) -> None:
+    # Containers are a list keyed by name: two managers can each own one container of the same
+    # Deployment, and a manager that stops applying its container removes only that one.
+    path = deployments(ns, "web")
+
+    def apply(manager: str, body: dict[str, Any], **extra: str) -> Any:
+        return api.request(
+            "PATCH", path + query(fieldManager=manager, **extra), body, content_type=APPLY
+        )
+
+    assert apply("alice", with_containers(("main", "nginx:1"))).status == 201
+    merged = apply("bob", with_containers(("sidecar", "envoy:1"))).json()
+    assert containers_of(merged) == [("main", "nginx:1"), ("sidecar", "envoy:1")]
+    bob = owners(merged)["bob"][1]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert bob == {'k:{"name":"sidecar"}': {"f:image": {}, "f:name": {}}}
+
+    refused = apply("bob", with_containers(("main", "nginx:2")))
+    assert refused.status == 409, refused
+    assert refused.json()["message"] == (
+        'Apply failed with 1 conflict: conflict with "alice" using apps/v1: '
+        '.spec.template.spec.containers[name="main"].image'
+    )
+    both = with_containers(("main", "nginx:2"), ("sidecar", "envoy:1"))
+    forced = apply("bob", both, force="true").json()
+    assert containers_of(forced) == [("main", "nginx:2"), ("sidecar", "envoy:1")]
+    alice = owners(forced)["alice"][1]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert alice == {'k:{"name":"main"}': {"f:name": {}}}  # the image went to bob
+
+    # bob stops applying the sidecar (and keeps the image of main it took over).
+    dropped = apply("bob", with_containers(("main", "nginx:2"))).json()
+    assert containers_of(dropped) == [("main", "nginx:2")]
+    assert containers_of(api.ok("GET", path)) == [("main", "nginx:2")]
