@@ -16,8 +16,9 @@ Any other value is 422 on the request's options, as apimachinery's ValidateField
 
 The fields a kind has come from the official client's models (the schemas OpenAPI serves, see
 :mod:`kubesim.server.openapi`). Custom resources and kinds without a model are not checked; nor
-are patch bodies (the real server checks the patched object). Only requests over the wire are
-checked: the Python API takes what it is given.
+are patch bodies (the real server checks the patched object). Requests are checked where they
+enter the routes (HTTP and the in-process client transports alike); ``APIServer``'s Python
+methods take what they are given.
 """
 
 from __future__ import annotations
