@@ -8,6 +8,7 @@ Needs ``redis-server`` (Debian's package; ``.ci/run`` installs it) and the ``red
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -132,6 +133,7 @@ def test_workers_share_a_failure_through_redis_and_a_plain_run_replays_it_first(
 HYPOFUZZ_PYTHON = os.environ.get("KUBESIM_HYPOFUZZ_PYTHON", "")
 FUZZ_ARGS = ("fuzz", "-n", "2", "--no-dashboard", "--", "test_fleet_target.py")
 REPLAY_ARGS = ("test_fleet_target.py", "--hypothesis-show-statistics")
+SHRUNK_FAILURE = b".hypofuzz.failures.shrunk."
 
 
 @pytest.mark.skipif(
@@ -161,13 +163,17 @@ def test_hypofuzz_workers_save_a_failure_that_a_plain_pytest_run_replays_first(
     )
     try:
         deadline = started + 300
-        while not any(b".hypofuzz.failures" in key for key in client.scan_iter()):
+        # HypoFuzz saves the shrunk failure where Hypothesis looks first (the test's own key),
+        # then its observation under ".hypofuzz.failures.shrunk.": wait for that one, not for
+        # the unshrunk failure it records as soon as it finds one.
+        while not any(SHRUNK_FAILURE in key for key in client.scan_iter()):
             assert fuzzers.poll() is None, fuzzers.communicate()[0][-3000:]
             assert time.monotonic() < deadline, "two HypoFuzz workers found nothing in 300 s"
             time.sleep(0.5)
         found_after = time.monotonic() - started
     finally:
-        os.killpg(fuzzers.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # the workers may be gone already
+            os.killpg(fuzzers.pid, signal.SIGTERM)
         fuzzers.communicate(timeout=60)
     replay = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *REPLAY_ARGS],
