@@ -168,7 +168,8 @@ def test_hypofuzz_workers_save_a_failure_that_a_plain_pytest_run_replays_first(
         # the unshrunk failure it records as soon as it finds one.
         while not any(SHRUNK_FAILURE in key for key in client.scan_iter()):
             assert fuzzers.poll() is None, fuzzers.communicate()[0][-3000:]
-            assert time.monotonic() < deadline, "two HypoFuzz workers found nothing in 300 s"
+            if time.monotonic() > deadline:  # a hang guard, not a claim about speed
+                pytest.fail("two HypoFuzz workers saved no shrunk failure in 300 s")
             time.sleep(0.5)
         found_after = time.monotonic() - started
     finally:
