@@ -131,6 +131,17 @@ def test_workers_share_a_failure_through_redis_and_a_plain_run_replays_it_first(
 
 
 HYPOFUZZ_PYTHON = os.environ.get("KUBESIM_HYPOFUZZ_PYTHON", "")
+
+
+def _ci_variables() -> set[str]:
+    """The environment variables by which Hypothesis decides it runs on CI."""
+    try:
+        from hypothesis._settings import _CI_VARS  # private; stable since 6.104
+    except ImportError:
+        return {"CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "TF_BUILD", "CIRCLECI"}
+    return set(_CI_VARS)
+
+
 FUZZ_ARGS = ("fuzz", "-n", "2", "--no-dashboard", "--", "test_fleet_target.py")
 REPLAY_ARGS = ("test_fleet_target.py", "--hypothesis-show-statistics")
 SHRUNK_FAILURE = b".hypofuzz.failures.shrunk."
@@ -150,12 +161,15 @@ def test_hypofuzz_workers_save_a_failure_that_a_plain_pytest_run_replays_first(
     assert python.exists(), f"KUBESIM_HYPOFUZZ_PYTHON={HYPOFUZZ_PYTHON} does not exist"
     (tmp_path / "test_fleet_target.py").write_text(TARGET)
     env = {**os.environ, "KUBESIM_DATABASE": redis_url, "PYTHONPATH": str(ROOT)}
+    # Hypothesis derandomizes on CI machines (its "ci" profile), and HypoFuzz refuses
+    # derandomized tests: a fleet is not a CI run, so its workers get no CI variables.
+    fleet_env = {k: v for k, v in env.items() if k not in _ci_variables()}
     client = redis.Redis.from_url(redis_url)
     started = time.monotonic()
     fuzzers = subprocess.Popen(
         [str(python.parent / "hypothesis"), *FUZZ_ARGS],
         cwd=tmp_path,
-        env=env,
+        env=fleet_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
