@@ -10,6 +10,7 @@ from kubesim._core.choices import (
     ReplayExhausted,
     SeededChoices,
     choose,
+    integers,
     uniform,
 )
 from kubesim._core.clock import Clock, Timer, VirtualClock
@@ -26,5 +27,6 @@ __all__ = [
     "Trace",
     "VirtualClock",
     "choose",
+    "integers",
     "uniform",
 ]

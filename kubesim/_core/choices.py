@@ -72,6 +72,25 @@ class SeededChoices:
             r = self._getrandbits(k)
         return lo + r
 
+    def integers(self, lo: int, hi: int, count: int) -> list[int]:
+        """``count`` draws of :meth:`integer` in one call: the same values, in the same order.
+
+        For the server's hot path (a uid is four draws on every write); see :func:`integers`.
+        """
+        if lo > hi:
+            raise ValueError(f"integers() needs lo <= hi, got lo={lo}, hi={hi}")
+        self.draws += count
+        n = hi - lo + 1
+        k = n.bit_length()
+        getrandbits = self._getrandbits
+        values = []
+        for _ in range(count):
+            r = getrandbits(k)
+            while r >= n:
+                r = getrandbits(k)
+            values.append(lo + r)
+        return values
+
     def fork(self, name: str) -> SeededChoices:
         return SeededChoices(self.seed, name=f"{self.name}/{name}")
 
@@ -125,6 +144,17 @@ class ReplayChoices:
         child._streams = self._streams
         child._positions = self._positions
         return child
+
+
+def integers(source: ChoiceSource, lo: int, hi: int, count: int) -> list[int]:
+    """``count`` draws of ``source.integer(lo, hi)``, in order. A source with an ``integers``
+    method of its own (:class:`SeededChoices`) makes them in one call; any other source is
+    asked one draw at a time, so recording, replaying and Hypothesis see every draw."""
+    batch = getattr(source, "integers", None)
+    if batch is not None:
+        values: list[int] = batch(lo, hi, count)
+        return values
+    return [source.integer(lo, hi) for _ in range(count)]
 
 
 def choose(source: ChoiceSource, options: Sequence[T]) -> T:

@@ -19,6 +19,8 @@ Field = str | int | float | bool | None
 
 # A memory address in a repr (``<Scheduler object at 0x7f...>``): different in every process.
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+# Records hashed together (see Trace.record).
+_BATCH = 256
 
 
 def stable(text: str) -> str:
@@ -36,6 +38,9 @@ class Trace:
 
     def __init__(self, *, keep_last: int = 200, keep_all: bool = False) -> None:
         self._hasher = hashlib.sha256()
+        # Records not hashed yet: hashing a batch at once costs a fraction of hashing each
+        # record as it comes (the server records every write). The digest is the same.
+        self._pending: list[tuple[Field, ...]] = []
         self.count = 0
         self.recent: deque[tuple[Field, ...]] = deque(maxlen=keep_last)
         # Every record, in order: only for diagnosis (a long run makes this large).
@@ -43,15 +48,23 @@ class Trace:
 
     def record(self, kind: str, *fields: Field) -> None:
         entry = (kind, *fields)
-        # repr() of these primitive types is canonical and version-stable.
-        self._hasher.update(repr(entry).encode())
-        self._hasher.update(b"\n")
+        self._pending.append(entry)
+        if len(self._pending) >= _BATCH:
+            self._hash_pending()
         self.count += 1
         self.recent.append(entry)
         if self.records is not None:
             self.records.append(entry)
 
+    def _hash_pending(self) -> None:
+        # Each record hashes as its repr() and a newline: repr() of these primitive types is
+        # canonical and version-stable.
+        pending = self._pending
+        self._hasher.update("".join([f"{entry!r}\n" for entry in pending]).encode())
+        pending.clear()
+
     def hexdigest(self) -> str:
+        self._hash_pending()
         return self._hasher.copy().hexdigest()
 
     def short_hash(self) -> str:

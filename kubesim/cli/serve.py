@@ -27,6 +27,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seed=_seed(args.seed),
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
         bookmark_interval=args.bookmark_interval,
+        # What a cluster's controller manager does that clients wait for: a `default`
+        # ServiceAccount in every namespace.
+        service_accounts=True,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods

@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform
-from kubesim.server import crds, defaults, lifecycle, managed_fields
+from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, integers, uniform
+from kubesim.server import crds, defaults, lifecycle, managed_fields, service_accounts
 from kubesim.server import status as st
-from kubesim.server.encoding import canonical_object, deep_copy, dumps, loads
+from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
 from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
@@ -99,6 +99,10 @@ class APIServer:
     and virtual time follows the wall clock while it waits, so timeouts fire after real seconds.
     :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
     single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
+
+    ``service_accounts=True`` runs the ServiceAccount controller (a ``default`` ServiceAccount
+    in every namespace, see :mod:`kubesim.server.service_accounts`), as ``kubesim serve`` does
+    for clients and test suites written for a real cluster.
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class APIServer:
         expired_reason: str = "Expired",
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         wait_policy: WaitPolicy | None = None,
+        service_accounts: bool = False,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -175,6 +180,7 @@ class APIServer:
         # for requests that name one): its writes are recorded in metadata.managedFields.
         self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
+        self._service_accounts = service_accounts
         for name in namespaces:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
         if bookmark_interval is not None:
@@ -244,13 +250,14 @@ class APIServer:
         return ((namespace or "") if resource.namespaced else "", name)
 
     def _new_uid(self) -> str:
-        bits = 0
-        for _ in range(4):
-            bits = (bits << 32) | self._uid_choices.integer(0, 2**32 - 1)
-        # uuid.UUID(int=bits, version=4), formatted without building the object (every write).
-        bits = (bits & ~(0xF000 << 64) & ~(0xC000 << 48)) | (4 << 76) | (0x8000 << 48)
-        h = f"{bits:032x}"
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        # uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4), formatted word by word
+        # without building the object (every write): the version nibble is b's bits 12-15, the
+        # variant c's top two bits.
+        a, b, c, d = integers(self._uid_choices, 0, 0xFFFFFFFF, 4)
+        return (
+            f"{a:08x}-{b >> 16:04x}-{b & 0x0FFF | 0x4000:04x}-"
+            f"{c >> 16 & 0x3FFF | 0x8000:04x}-{c & 0xFFFF:04x}{d:08x}"
+        )
 
     def _generate_name(self, prefix: str) -> str:
         n = len(_GENERATE_NAME_ALPHABET) - 1
@@ -316,6 +323,8 @@ class APIServer:
         self._notify_changed()
         if crds.is_crd_resource(resource):
             crds.sync(self, event)
+        if self._service_accounts:
+            service_accounts.sync(self, event)
         return stored
 
     def _offer(self, event: Any) -> None:
@@ -382,17 +391,30 @@ class APIServer:
     def _create(
         self, resource: ResourceType, obj: Any, namespace: str | None, *, dry_run: bool = False
     ) -> Stored:
-        on_create = defaults.ON_CREATE.get((resource.group, resource.kind))
+        kind = (resource.group, resource.kind)
+        on_write = defaults.ON_WRITE.get(kind)
+        on_create = defaults.ON_CREATE.get(kind)
         # No deep copy of the body: its top level and metadata are copied here, every nested
-        # value is read, never written (defaults copy what they change), and the commit keeps
-        # only the encoding. The kinds with create hooks get a private copy (they are rare).
-        obj = self._check_body(resource, obj if on_create is None else deep_copy(obj), namespace)
-        obj = dict(obj)
-        meta: JSON = dict(obj.get("metadata") or {})
+        # value is read, never written (pods' defaults copy what they change), and the commit
+        # keeps only the encoding. Kinds whose defaults write in place get a private copy.
+        private = on_create is not None or (
+            on_write is not None and kind not in defaults.COPY_ON_WRITE
+        )
+        body = self._check_body(resource, deep_copy(obj) if private else obj, namespace)
+        meta: JSON = dict(body.get("metadata") or {})
+        # Built in canonical order (encoding.canonical_object) from the start: kind, apiVersion
+        # and metadata first, the rest in the order sent; metadata is ordered last, below.
+        obj = {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta}
+        obj.update(body)
+        obj["kind"] = resource.kind
+        obj["apiVersion"] = resource.api_version
         obj["metadata"] = meta
-        if namespace is None and resource.namespaced:
-            namespace = meta.get("namespace") or None
-        namespace = self._require_namespace(resource, namespace) if resource.namespaced else None
+        if resource.namespaced:
+            if namespace is None:
+                namespace = meta.get("namespace") or None
+            namespace = self._require_namespace(resource, namespace)
+        else:
+            namespace = None
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(str(meta["generateName"]))
         self._invalid_if(resource, obj)
@@ -401,17 +423,10 @@ class APIServer:
             raise st.already_exists(resource.plural, resource.group, meta["name"])
         if namespace is not None:
             lifecycle.admit_create(self, resource, namespace, str(meta["name"]))
-        # Fields the server owns, whatever the client sent.
-        for owned in (
-            "uid",
-            "resourceVersion",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "selfLink",
-            "generation",
-        ):
-            meta.pop(owned, None)
-        if resource.namespaced:
+        if not _SERVER_OWNED_METADATA.isdisjoint(meta):
+            for owned in _SERVER_OWNED_METADATA:  # the server's, whatever the client sent
+                meta.pop(owned, None)
+        if namespace is not None:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
@@ -419,15 +434,13 @@ class APIServer:
         meta["creationTimestamp"] = self.clock.timestamp()
         if resource.generation_fields:
             meta["generation"] = 1
-        obj["kind"] = resource.kind
-        obj["apiVersion"] = resource.api_version
-        _apply_defaults(resource, obj)
+        if on_write is not None:
+            on_write(obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
         lifecycle.prepare_for_create(resource, obj)
-        return self._commit(
-            resource, key, ADDED, canonical_object(obj), None, dry_run=dry_run, shared=True
-        )
+        obj["metadata"] = canonical_metadata(obj["metadata"])
+        return self._commit(resource, key, ADDED, obj, None, dry_run=dry_run, shared=True)
 
     def get(self, resource: str | ResourceType, name: str, *, namespace: str | None = None) -> JSON:
         with self.lock:
@@ -558,7 +571,12 @@ class APIServer:
             obj["metadata"] = dict(old["metadata"])
         elif "status" in old and resource.status_subresource:
             obj["status"] = old["status"]
-        _apply_defaults(resource, obj)
+        kind = (resource.group, resource.kind)
+        on_write = defaults.ON_WRITE.get(kind)
+        # A status write keeps the stored spec, defaulted when it was written; it shares nested
+        # values with the stored object, so only copy-on-write defaults may run on it.
+        if on_write is not None and (subresource != "status" or kind in defaults.COPY_ON_WRITE):
+            on_write(obj)
         if resource.generation_fields and any(
             old.get(f) != obj.get(f) for f in resource.generation_fields
         ):
@@ -1232,6 +1250,12 @@ def _json_patch_decodes(patch: Any) -> bool:
     )
 
 
+# ObjectMeta fields a create never takes from the client.
+_SERVER_OWNED_METADATA = frozenset(
+    ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "selfLink", "generation")
+)
+
+
 def _encode_body(obj: JSON) -> bytes:
     try:
         return dumps(obj)
@@ -1239,23 +1263,6 @@ def _encode_body(obj: JSON) -> bytes:
         raise TypeError(
             f"obj must be a JSON object (dict, list, str, int, float, bool, None): {exc}"
         ) from None
-
-
-def _apply_defaults(resource: ResourceType, obj: JSON) -> None:
-    """The few defaults clients commonly read (pkg/apis/core/v1/defaults.go)."""
-    # Copy on write: ``spec`` and ``status`` may still be the caller's (see _create).
-    if resource.group == "" and resource.kind == "Pod":
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            spec = obj["spec"] = dict(spec)
-            spec.setdefault("restartPolicy", "Always")
-            spec.setdefault("dnsPolicy", "ClusterFirst")
-            spec.setdefault("schedulerName", "default-scheduler")
-            spec.setdefault("terminationGracePeriodSeconds", 30)
-        status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            status = obj["status"] = dict(status)
-            status.setdefault("phase", "Pending")
 
 
 def _parse_label_selector(text: str) -> LabelSelector:

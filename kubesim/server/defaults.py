@@ -1,9 +1,11 @@
-"""Defaults kube-apiserver fills in on create, for the fields clients commonly read back.
+"""Defaults kube-apiserver fills in, for the fields clients commonly read back.
 
-Each function follows the defaulting functions of its API group (``SetDefaults_*`` in
-pkg/apis/<group>/v1/defaults.go) and the registry strategies' ``PrepareForCreate`` for status;
-only fields a client or a test is likely to read are covered. Allocation (a Service's
-``clusterIP``) is deterministic: the n-th Service created gets the n-th address.
+Two tables: :data:`ON_WRITE`, the defaulting functions of each API group (``SetDefaults_*`` in
+pkg/apis/<group>/v1/defaults.go), which a real server applies whenever it decodes a body, so on
+updates and patches too; and :data:`ON_CREATE`, the registry strategies' ``PrepareForCreate``
+(status) and allocation, on creates only. Only fields a client or a test is likely to read are
+covered. Allocation (a Service's ``clusterIP``) is deterministic: the n-th Service created gets
+the n-th address.
 """
 
 from __future__ import annotations
@@ -23,24 +25,40 @@ def _mapping(obj: JSON, key: str) -> JSON:
     return value
 
 
-def service(obj: JSON, addresses: Iterator[str]) -> None:
+# -- SetDefaults_*: every write of the kind (create, update, patch, apply) ----------------------
+
+
+def pod_defaults(obj: JSON) -> None:
+    """pkg/apis/core/v1/defaults.go SetDefaults_PodSpec, and the ``Pending`` phase a new pod
+    gets (PrepareForCreate). Copy on write: ``spec`` and ``status`` may still be a caller's (a
+    create does not deep-copy a pod, the kind every simulation writes most)."""
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec = obj["spec"] = dict(spec)
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        status = obj["status"] = dict(status)
+        status.setdefault("phase", "Pending")
+
+
+def service_defaults(obj: JSON) -> None:
+    """pkg/apis/core/v1/defaults.go SetDefaults_Service and SetDefaults_ServicePort."""
     spec = _mapping(obj, "spec")
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
-    if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
-        spec["clusterIP"] = next(addresses)
-        spec["clusterIPs"] = [spec["clusterIP"]]
-    spec.setdefault("ipFamilies", ["IPv4"])
-    spec.setdefault("ipFamilyPolicy", "SingleStack")
-    spec.setdefault("internalTrafficPolicy", "Cluster")
+    if spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
-    obj["status"] = {"loadBalancer": {}}  # status is the server's, whatever was sent
 
 
-def deployment(obj: JSON, _: Iterator[str]) -> None:
+def deployment_defaults(obj: JSON) -> None:
     spec = _mapping(obj, "spec")
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
@@ -51,10 +69,9 @@ def deployment(obj: JSON, _: Iterator[str]) -> None:
         rolling = _mapping(strategy, "rollingUpdate")
         rolling.setdefault("maxUnavailable", "25%")
         rolling.setdefault("maxSurge", "25%")
-    obj["status"] = {}
 
 
-def job(obj: JSON, _: Iterator[str]) -> None:
+def job_defaults(obj: JSON) -> None:
     spec = _mapping(obj, "spec")
     mode = spec.setdefault("completionMode", "NonIndexed")
     # SetDefaults_Job: completions defaults to 1 only when parallelism is unset too (a work
@@ -66,22 +83,14 @@ def job(obj: JSON, _: Iterator[str]) -> None:
     spec.setdefault("suspend", False)
     if spec.get("podFailurePolicy") is None:
         spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
-    obj["status"] = {}
 
 
-def replica_set(obj: JSON, _: Iterator[str]) -> None:
-    """SetDefaults_ReplicaSet; status as PrepareForCreate leaves it (replicas is not omitempty)."""
+def replicas_defaults(obj: JSON) -> None:
+    """SetDefaults_ReplicaSet, SetDefaults_ReplicationController: one replica."""
     _mapping(obj, "spec").setdefault("replicas", 1)
-    obj["status"] = {"replicas": 0}
 
 
-def replication_controller(obj: JSON, _: Iterator[str]) -> None:
-    """pkg/apis/core/v1/defaults.go SetDefaults_ReplicationController."""
-    _mapping(obj, "spec").setdefault("replicas", 1)
-    obj["status"] = {"replicas": 0}
-
-
-def stateful_set(obj: JSON, _: Iterator[str]) -> None:
+def stateful_set_defaults(obj: JSON) -> None:
     spec = _mapping(obj, "spec")
     spec.setdefault("replicas", 1)
     spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -93,10 +102,9 @@ def stateful_set(obj: JSON, _: Iterator[str]) -> None:
     retention = _mapping(spec, "persistentVolumeClaimRetentionPolicy")
     retention.setdefault("whenDeleted", "Retain")
     retention.setdefault("whenScaled", "Retain")
-    obj["status"] = {"replicas": 0, "availableReplicas": 0}
 
 
-def daemon_set(obj: JSON, _: Iterator[str]) -> None:
+def daemon_set_defaults(obj: JSON) -> None:
     spec = _mapping(obj, "spec")
     spec.setdefault("revisionHistoryLimit", 10)
     strategy = _mapping(spec, "updateStrategy")
@@ -105,39 +113,86 @@ def daemon_set(obj: JSON, _: Iterator[str]) -> None:
         rolling = _mapping(strategy, "rollingUpdate")
         rolling.setdefault("maxUnavailable", 1)
         rolling.setdefault("maxSurge", 0)
-    obj["status"] = {
-        "currentNumberScheduled": 0,
-        "numberMisscheduled": 0,
-        "desiredNumberScheduled": 0,
-        "numberReady": 0,
-    }
 
 
-def cron_job(obj: JSON, _: Iterator[str]) -> None:
+def cron_job_defaults(obj: JSON) -> None:
     """pkg/apis/batch/v1/defaults.go SetDefaults_CronJob."""
     spec = _mapping(obj, "spec")
     spec.setdefault("concurrencyPolicy", "Allow")
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
-    obj["status"] = {}
 
 
-def horizontal_pod_autoscaler(obj: JSON, _: Iterator[str]) -> None:
+def horizontal_pod_autoscaler_defaults(obj: JSON) -> None:
     """pkg/apis/autoscaling/v2/defaults.go: minReplicas 1."""
     _mapping(obj, "spec").setdefault("minReplicas", 1)
 
 
+#: SetDefaults_* by (group, kind): run on the body of every create and update (and on a
+#: patch's or an apply's result), as decoding a request applies them on a real server. They
+#: write into the object they are given: a caller hands them a private copy, except for the
+#: kinds in :data:`COPY_ON_WRITE`.
+ON_WRITE: dict[tuple[str, str], Callable[[JSON], None]] = {
+    ("", "Pod"): pod_defaults,
+    ("", "Service"): service_defaults,
+    ("apps", "Deployment"): deployment_defaults,
+    ("batch", "Job"): job_defaults,
+    ("apps", "ReplicaSet"): replicas_defaults,
+    ("apps", "StatefulSet"): stateful_set_defaults,
+    ("apps", "DaemonSet"): daemon_set_defaults,
+    ("", "ReplicationController"): replicas_defaults,
+    ("batch", "CronJob"): cron_job_defaults,
+    ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler_defaults,
+}
+
+
+#: Kinds whose ON_WRITE function copies every nested value it changes: it may be given a body
+#: whose nested values are still the caller's.
+COPY_ON_WRITE = frozenset({("", "Pod")})
+
+
+# -- PrepareForCreate and allocation: creates only, after the defaults above -----------------
+
+
+def service(obj: JSON, addresses: Iterator[str]) -> None:
+    spec = _mapping(obj, "spec")
+    if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
+        spec["clusterIP"] = next(addresses)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    obj["status"] = {"loadBalancer": {}}  # status is the server's, whatever was sent
+
+
+def _status(initial: JSON) -> Callable[[JSON, Iterator[str]], None]:
+    """A registry strategy's PrepareForCreate that leaves status as ``initial``."""
+
+    def prepare(obj: JSON, _: Iterator[str]) -> None:
+        obj["status"] = dict(initial)
+
+    return prepare
+
+
+#: What a create of (group, kind) does after ON_WRITE's defaults: status as the registry
+#: strategy's PrepareForCreate leaves it (``replicas`` is not omitempty on ReplicaSets), and a
+#: Service's cluster IP from ``addresses``.
 ON_CREATE: dict[tuple[str, str], Callable[[JSON, Iterator[str]], None]] = {
     ("", "Service"): service,
-    ("apps", "Deployment"): deployment,
-    ("batch", "Job"): job,
-    ("apps", "ReplicaSet"): replica_set,
-    ("apps", "StatefulSet"): stateful_set,
-    ("apps", "DaemonSet"): daemon_set,
-    ("", "ReplicationController"): replication_controller,
-    ("batch", "CronJob"): cron_job,
-    ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler,
+    ("apps", "Deployment"): _status({}),
+    ("batch", "Job"): _status({}),
+    ("apps", "ReplicaSet"): _status({"replicas": 0}),
+    ("apps", "StatefulSet"): _status({"replicas": 0, "availableReplicas": 0}),
+    ("apps", "DaemonSet"): _status(
+        {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        }
+    ),
+    ("", "ReplicationController"): _status({"replicas": 0}),
+    ("batch", "CronJob"): _status({}),
 }
 
 

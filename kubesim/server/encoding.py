@@ -42,29 +42,32 @@ _METADATA_ORDER = (
 _TOP_ORDER = ("kind", "apiVersion", "metadata")
 
 
+_METADATA_FIELDS = frozenset(_METADATA_ORDER)
+_SORTED_MAPS = ("labels", "annotations")  # Go maps: encoded with sorted keys
+
+
 def canonical_metadata(meta: JSON) -> JSON:
-    out: JSON = {}
-    for key in _METADATA_ORDER:
-        if key in meta and meta[key] is not None:
-            value = meta[key]
-            if key in ("labels", "annotations") and isinstance(value, dict):
-                value = dict(sorted(value.items()))
-            out[key] = value
-    for key, value in meta.items():
-        if key not in out and key not in _METADATA_ORDER:
-            out[key] = value
+    """A new dict: ObjectMeta's fields in Go declaration order (unset ones left out), labels and
+    annotations sorted, then any field ObjectMeta does not declare, in the order given."""
+    # Every write goes through here: comprehensions and one pass, no per-key branching.
+    out: JSON = {key: meta[key] for key in _METADATA_ORDER if meta.get(key) is not None}
+    for key in _SORTED_MAPS:
+        value = out.get(key)
+        if isinstance(value, dict):
+            out[key] = dict(sorted(value.items()))
+    if len(out) != len(meta):  # undeclared fields, or declared ones set to null (dropped)
+        for key, value in meta.items():
+            if key not in _METADATA_FIELDS:
+                out[key] = value
     return out
 
 
 def canonical_object(obj: JSON) -> JSON:
     """A new dict with kind, apiVersion, metadata first and metadata in Go field order."""
-    out: JSON = {}
-    for key in _TOP_ORDER:
-        if key in obj:
-            out[key] = canonical_metadata(obj[key]) if key == "metadata" else obj[key]
-    for key, value in obj.items():
-        if key not in out:
-            out[key] = value
+    out: JSON = {key: obj[key] for key in _TOP_ORDER if key in obj}
+    out.update(obj)  # the keys above keep their places; the rest follow in the order given
+    if "metadata" in out:
+        out["metadata"] = canonical_metadata(out["metadata"])
     return out
 
 

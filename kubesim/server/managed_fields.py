@@ -16,9 +16,11 @@ Associative lists (containers by name, ports, env, volumes, conditions: the list
 :data:`kubesim.server.patch.STRATEGIC_MERGE_KEYS`) are owned and merged item by item, each item
 named by its key as the apiserver names it (``k:{"name":"main"}`` in ``fieldsV1``,
 ``.spec.containers[name="main"].image`` in a conflict). Simplifications, stated: every other list
-is atomic (owned and replaced as a whole); an item is keyed by its strategic merge key alone
-(the real ``x-kubernetes-list-map-keys`` of ports add the protocol); the ``.`` marker of an
-owned item is not written. Requests that name no field manager (the Python clients by default)
+is atomic (owned and replaced as a whole); an item is keyed by its strategic merge key, and
+ports (a container's, a Service's) by their port and protocol, the ``x-kubernetes-list-map-keys``
+of their OpenAPI schema, with the protocol's default (``TCP``) when an item leaves it out
+(``k:{"containerPort":80,"protocol":"TCP"}``); the ``.`` marker of an owned item is not
+written. Requests that name no field manager (the Python clients by default)
 record nothing, so simulations stay as lean as before.
 """
 
@@ -34,31 +36,44 @@ JSON = dict[str, Any]
 Path = tuple[str, ...]
 
 
+# Keys of associative lists that have a default: an item that leaves one out is keyed by it
+# (core/v1 ContainerPort and ServicePort default their protocol to TCP).
+_KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+# Strategic merge keys of ``ports`` lists whose list-map keys add the protocol.
+_PORT_KEYS = frozenset({"containerPort", "port"})
+
+
 class _Item(str):
-    """A path segment naming one item of an associative list: ``k:{"name":"main"}``."""
+    """A path segment naming one item of an associative list: ``k:{"name":"main"}``, or
+    ``k:{"containerPort":80,"protocol":"TCP"}`` for a list keyed by two fields."""
 
     __slots__ = ()
 
     @classmethod
-    def of(cls, key: str, value: Any) -> _Item:
-        return cls("k:" + json.dumps({key: value}, separators=(",", ":")))
+    def of(cls, keys: tuple[str, ...], item: JSON) -> _Item:
+        fields = {key: item.get(key, _KEY_DEFAULTS.get(key)) for key in keys}
+        # structured-merge-diff writes a key's fields sorted by name.
+        return cls("k:" + json.dumps(fields, separators=(",", ":"), sort_keys=True))
 
-    def key(self) -> tuple[str, Any]:
-        ((name, value),) = json.loads(self[2:]).items()
-        return name, value
+    def fields(self) -> JSON:
+        fields: JSON = json.loads(self[2:])
+        return fields
 
 
-def _list_key(path: Path, items: list[Any]) -> str | None:
-    """The merge key of the associative list at ``path``, if its items all carry one."""
+def _list_keys(path: Path, items: list[Any]) -> tuple[str, ...] | None:
+    """The keys of the associative list at ``path``, if its items all carry them."""
     from kubesim.server.patch import STRATEGIC_MERGE_KEYS
 
     key = STRATEGIC_MERGE_KEYS.get(tuple(p for p in path if not isinstance(p, _Item)))
     if not isinstance(key, str) or key.startswith("$") or not items:
         return None
+    keys = (key, "protocol") if key in _PORT_KEYS and path[-1] == "ports" else (key,)
     for item in items:
         if not isinstance(item, dict) or isinstance(item.get(key), dict | list | None):
             return None
-    return key
+        if any(not isinstance(item.get(k, _KEY_DEFAULTS.get(k)), str) for k in keys[1:]):
+            return None
+    return keys
 
 
 # Metadata that is identity or server-owned, never part of a manager's field set.
@@ -99,12 +114,12 @@ def _leaves(value: Any, path: Path) -> Iterator[Path]:
         for key, child in value.items():
             yield from _leaves(child, (*path, key))
         return
-    key = _list_key(path, value) if isinstance(value, list) else None
-    if key is None:
+    keys = _list_keys(path, value) if isinstance(value, list) else None
+    if keys is None:
         yield path
         return
     for item in value:
-        yield from _leaves(item, (*path, _Item.of(key, item[key])))
+        yield from _leaves(item, (*path, _Item.of(keys, item)))
 
 
 def encode(paths: set[Path]) -> JSON:
@@ -150,8 +165,16 @@ def _find(items: Any, item: _Item) -> JSON | None:
     """The item of the list ``items`` that ``item`` names, or None."""
     if not isinstance(items, list):
         return None
-    name, value = item.key()
-    return next((i for i in items if isinstance(i, dict) and i.get(name) == value), None)
+    fields = item.fields()
+    return next(
+        (
+            i
+            for i in items
+            if isinstance(i, dict)
+            and all(i.get(k, _KEY_DEFAULTS.get(k)) == v for k, v in fields.items())
+        ),
+        None,
+    )
 
 
 _MISSING = object()
@@ -252,17 +275,18 @@ def _merge(live: JSON, applied: JSON, path: Path = ()) -> JSON:
         elif (
             isinstance(value, list)
             and isinstance(current, list)
-            and (merge_key := _list_key(here, value)) is not None
-            and _list_key(here, current) == merge_key
+            and (merge_keys := _list_keys(here, value)) is not None
+            and _list_keys(here, current) == merge_keys
         ):
             # Item by item: applied items merge into the live item with the same key, new
             # ones are appended; live items the configuration does not name stay.
             for item in value:
-                match = _find(current, _Item.of(merge_key, item[merge_key]))
+                named = _Item.of(merge_keys, item)
+                match = _find(current, named)
                 if match is None:
                     current.append(json.loads(json.dumps(item)))
                 else:
-                    _merge(match, item, (*here, _Item.of(merge_key, item[merge_key])))
+                    _merge(match, item, (*here, named))
         else:
             live[key] = json.loads(json.dumps(value))
     return live
@@ -284,8 +308,14 @@ def _remove(obj: JSON, path: Path) -> None:
         return
     if isinstance(node, dict):
         node.pop(last, None)
-        # An item that lost its key is no item: the manager stopped applying all of it.
-        named = len(path) >= 2 and isinstance(path[-2], _Item) and path[-2].key()[0] == last
+        # An item that lost its key is no item: the manager stopped applying all of it. A key
+        # with a default (a port's protocol) goes back to the default; the item stays.
+        named = (
+            len(path) >= 2
+            and isinstance(path[-2], _Item)
+            and last in path[-2].fields()
+            and last not in _KEY_DEFAULTS
+        )
         if named and isinstance(parent, list) and node in parent:
             parent.remove(node)
 
@@ -321,8 +351,7 @@ def _show(path: Path) -> str:
     out = ""
     for key in path:
         if isinstance(key, _Item):
-            name, value = key.key()
-            out += f"[{name}={json.dumps(value)}]"
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in key.fields().items()) + "]"
         else:
             out += f".{key}"
     return out

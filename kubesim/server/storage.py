@@ -64,9 +64,7 @@ class Stored:
         stored.rv = rv
         stored._json = data
         stored._item = None
-        # Canonical objects start with kind and apiVersion (encoding.canonical_object): the
-        # list-item form is the same bytes without them, no decode and re-encode needed.
-        stored._head = _type_head_length(data)
+        stored._head = -1  # found when a list first needs it (item_json), not on every write
         return stored
 
     @property
@@ -87,6 +85,10 @@ class Stored:
         if keep_type:
             return self.json()
         if self._item is None:
+            if self._head < 0:
+                # Canonical objects start with kind and apiVersion (encoding.canonical_object):
+                # the list-item form is the same bytes without them, no decode and re-encode.
+                self._head = _type_head_length(self.json())
             if self._head:
                 self._item = b"{" + self.json()[self._head :]
             else:

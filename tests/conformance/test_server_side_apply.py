@@ -172,3 +172,53 @@ def test_associative_lists_merge_item_by_item_and_each_manager_owns_its_items(
     dropped = apply("bob", with_containers(("main", "nginx:2"))).json()
     assert containers_of(dropped) == [("main", "nginx:2")]
     assert containers_of(api.ok("GET", path)) == [("main", "nginx:2")]
+
+
+def with_ports(*ports: dict[str, Any]) -> dict[str, Any]:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "dns"},
+        "spec": {"selector": {"app": "dns"}, "ports": list(ports)},
+    }
+    return body
+
+
+def test_ports_are_keyed_by_port_and_protocol_with_the_protocol_defaulted(
+    api: Endpoint, ns: str
+) -> None:
+    # A Service's ports (and a container's) are a list keyed by port *and* protocol: DNS serves
+    # 53/UDP and 53/TCP, two items two managers can own apart. A port applied without a protocol
+    # is keyed by the default, TCP, so it is the same item as one that names it.
+    path = f"/api/v1/namespaces/{ns}/services/dns"
+
+    def apply(manager: str, body: dict[str, Any], **extra: str) -> Any:
+        return api.request(
+            "PATCH", path + query(fieldManager=manager, **extra), body, content_type=APPLY
+        )
+
+    created = apply("alice", with_ports({"name": "dns", "port": 53, "protocol": "UDP"}))
+    assert created.status == 201, created
+    merged = apply("bob", with_ports({"name": "dns-tcp", "port": 53})).json()
+    assert [(p["port"], p["protocol"], p["name"]) for p in merged["spec"]["ports"]] == [
+        (53, "UDP", "dns"),
+        (53, "TCP", "dns-tcp"),
+    ]
+    bob = owners(merged)["bob"][1]["f:spec"]["f:ports"]
+    assert bob == {'k:{"port":53,"protocol":"TCP"}': {"f:name": {}, "f:port": {}}}
+
+    refused = apply("alice", with_ports({"name": "dns", "port": 53, "protocol": "TCP"}))
+    assert refused.status == 409, refused
+    assert refused.json()["message"] == (
+        'Apply failed with 1 conflict: conflict with "bob" using v1: '
+        '.spec.ports[port=53,protocol="TCP"].name'
+    )
+    # bob names the default he relied on: the same item, still his, nothing removed.
+    same = apply("bob", with_ports({"name": "dns-tcp", "port": 53, "protocol": "TCP"})).json()
+    assert [(p["port"], p["protocol"]) for p in same["spec"]["ports"]] == [(53, "UDP"), (53, "TCP")]
+    # ... and leaves it out again: the protocol field goes back to its default, the item stays.
+    again = apply("bob", with_ports({"name": "dns-tcp", "port": 53})).json()
+    assert [(p["port"], p.get("protocol", "TCP")) for p in again["spec"]["ports"]] == [
+        (53, "UDP"),
+        (53, "TCP"),
+    ]

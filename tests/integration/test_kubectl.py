@@ -426,6 +426,10 @@ def test_create_subcommands_work_whatever_body_encoding_the_version_sends(
     # earlier versions as JSON. Either way the objects arrive whole.
     namespace = f"created-{kubectl.tag}"
     assert f"namespace/{namespace} created" in kubectl.ok("create", "namespace", namespace)
+    # As on a cluster, the ServiceAccount controller has given the new namespace its account.
+    assert kubectl.ok("get", "serviceaccounts", "-n", namespace, "-o", "name").split() == [
+        "serviceaccount/default"
+    ]
     out = kubectl.ok("create", "configmap", "settings", "--from-literal=mode=fast", "-n", namespace)
     assert "configmap/settings created" in out
     out = kubectl.ok(

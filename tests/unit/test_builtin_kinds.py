@@ -167,3 +167,43 @@ def test_a_service_gets_its_defaults_and_a_deterministic_cluster_ip() -> None:
     )
     assert (job["spec"]["backoffLimit"], job["spec"]["completions"]) == (6, 1)
     assert job["metadata"]["generation"] == 1
+
+
+def test_defaults_apply_to_every_write_and_status_only_to_creates() -> None:
+    # SetDefaults_* run whenever a body is decoded: an update or a patch that adds a port or
+    # drops a strategy gets them too. What a create alone does (status, the cluster IP) is not
+    # redone by an update.
+    server = APIServer(seed=0)
+    service = server.create(
+        "services",
+        {"metadata": {"name": "dns"}, "spec": {"ports": [{"port": 53}]}},
+        namespace="default",
+    )
+    patched = server.patch(
+        "services",
+        "dns",
+        {"spec": {"ports": [{"port": 53}, {"port": 54, "protocol": "UDP"}]}},
+        namespace="default",
+    )
+    assert patched["spec"]["ports"] == [
+        {"port": 53, "protocol": "TCP", "targetPort": 53},
+        {"port": 54, "protocol": "UDP", "targetPort": 54},
+    ]
+    assert patched["spec"]["clusterIP"] == service["spec"]["clusterIP"]
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {"selector": {}, "template": {}, "strategy": {"type": "Recreate"}},
+    }
+    created = server.create("deployments", deployment, namespace="default")
+    assert created["spec"]["replicas"] == 1
+    assert created["status"] == {}
+    created["spec"].pop("strategy")
+    created["spec"].pop("replicas")
+    updated = server.update("deployments", created, namespace="default")
+    assert updated["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert updated["spec"]["replicas"] == 1
+    # The defaults wrote into the server's copy, never into what the caller sent.
+    assert "strategy" not in created["spec"]

@@ -1,0 +1,62 @@
+"""The ServiceAccount controller (``APIServer(service_accounts=True)``, on in ``kubesim serve``):
+every namespace has a ``default`` ServiceAccount, made again when deleted, gone with its
+namespace; off by default, so simulations write nothing they did not ask for."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesim import APIServer
+from kubesim.server import status as st
+from kubesim.server.apiserver import DEFAULT_NAMESPACES
+
+
+def accounts(server: APIServer, namespace: str) -> list[str]:
+    listed = server.list("serviceaccounts", namespace=namespace)
+    return [item["metadata"]["name"] for item in listed]
+
+
+def test_every_namespace_has_a_default_service_account() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    for namespace in DEFAULT_NAMESPACES:
+        assert accounts(server, namespace) == ["default"]
+    server.create("namespaces", {"metadata": {"name": "team-a"}})
+    # Written right after the namespace: the next resourceVersion, nothing in between.
+    namespace = server.get("namespaces", "team-a")
+    account = server.get("serviceaccounts", "default", namespace="team-a")
+    assert int(account["metadata"]["resourceVersion"]) == (
+        int(namespace["metadata"]["resourceVersion"]) + 1
+    )
+    assert "managedFields" not in account["metadata"]
+
+
+def test_a_deleted_default_account_comes_back_and_others_do_not() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    before = server.get("serviceaccounts", "default", namespace="default")
+    server.create("serviceaccounts", {"metadata": {"name": "builder"}}, namespace="default")
+    server.delete("serviceaccounts", "default", namespace="default")
+    server.delete("serviceaccounts", "builder", namespace="default")
+    after = server.get("serviceaccounts", "default", namespace="default")
+    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    assert accounts(server, "default") == ["default"]
+
+
+def test_a_deleted_namespace_takes_its_account_along() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    server.create("namespaces", {"metadata": {"name": "gone"}})
+    server.delete("namespaces", "gone")
+    server.advance(10)  # the namespace controller's passes
+    with pytest.raises(st.StatusError) as missing:
+        server.get("namespaces", "gone")
+    assert missing.value.code == 404
+    assert server.list("serviceaccounts", namespace="gone") == []
+
+
+def test_a_dry_run_namespace_gets_no_account_and_the_controller_is_off_by_default() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    server.create("namespaces", {"metadata": {"name": "maybe"}}, dry_run=True)
+    assert server.list("serviceaccounts", namespace="maybe") == []
+    plain = APIServer(seed=1)
+    assert plain.list("serviceaccounts") == []
+    plain.create("namespaces", {"metadata": {"name": "team-a"}})
+    assert plain.list("serviceaccounts") == []
