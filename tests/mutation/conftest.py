@@ -1,4 +1,4 @@
-"""The mutation check's session fixture and its score in pytest's terminal summary."""
+"""The mutation check's session fixture (its score is printed by tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Iterator
 import pytest
 
 from .runner import MutationCheck, default_jobs, default_timeout
-from .score import write_score
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +21,3 @@ def mutation_check(request: pytest.FixtureRequest) -> Iterator[MutationCheck]:
     check = MutationCheck(selected, jobs=default_jobs(), timeout=default_timeout())
     yield check
     check.close()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    write_score(terminalreporter)

@@ -17,15 +17,18 @@ MUTANTS = load_mutants()
 
 
 @pytest.mark.mutation
+# One worker under pytest-xdist runs them all: the session fixture starts every selected
+# mutant's run at once, and a second worker would start them all again.
+@pytest.mark.xdist_group("mutation")
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_the_named_mutant_is_killed(
     mutant: Mutant, mutation_check: MutationCheck, request: pytest.FixtureRequest
 ) -> None:
     if not mutant.valid:
         detail = "; ".join(mutant.problems)
-        record(request.config, mutant, Verdict(BROKEN, f"invalid entry: {detail}", ""))
+        record(request.node, mutant, Verdict(BROKEN, f"invalid entry: {detail}", ""))
         pytest.fail(f"BROKEN ENTRY in {mutant.source}: {detail}", pytrace=False)
     verdict = mutation_check.verdict(mutant)
-    record(request.config, mutant, verdict)
+    record(request.node, mutant, verdict)
     if verdict.status != KILLED:
         pytest.fail(verdict.message, pytrace=False)
