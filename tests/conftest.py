@@ -2,16 +2,16 @@
 ``kubesim serve``), integration/ (real clients: the official client, kubectl), quality/ (kubesim
 finds the known bugs in models/ and passes the fixed ones).
 
-The suite runs in parallel under pytest-xdist (``python -m pytest -n auto``, the README's test
-command) and serially without ``-n``. Two things here make that work:
-
-- ``-n`` distributes with ``--dist loadgroup`` unless another ``--dist`` is given, so the tests
-  marked ``xdist_group`` (the mutation check, which starts its runs from a session fixture) stay
-  in one worker.
-- Lines that tests add to pytest's terminal summary (the wire fuzzer's request count, the
-  mutation score) travel in their reports' ``user_properties``: under xdist the summary is
-  written by the controller process, which runs no test and loads only this conftest, and the
-  reports are what reaches it from the workers.
+The suite runs in parallel under pytest-xdist (``python -m pytest -n auto --dist loadfile``,
+the README's test command) and serially without ``-n``. ``--dist loadfile`` gives each test file
+to one worker: module fixtures (kubesim serve, the packaging build) start once, and the mutation
+check, which starts every selected mutant's run from a session fixture, runs once (under
+``--dist load`` each worker would start them all). ``--dist loadgroup`` would be finer, but
+pytest-xdist 3.8 cannot group under pytest 9 (it renames ``item._nodeid``, which pytest 9 no
+longer reads). Lines that tests add to pytest's terminal summary (the wire fuzzer's request
+count, the mutation score) travel in their reports' ``user_properties``: under xdist the summary
+is written by the controller process, which runs no test and loads only this conftest, and the
+reports are what reaches it from the workers.
 """
 
 from __future__ import annotations
@@ -37,14 +37,6 @@ MUTATION_VERDICT = "kubesim_mutation_verdict"  # dict: name, status, detail, why
 @pytest.fixture
 def server() -> APIServer:
     return APIServer(seed=1)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    # Runs before pytest-xdist's own hook, which would otherwise turn `-n` into `--dist load`.
-    option = config.option
-    if getattr(option, "numprocesses", None) and option.dist == "no" and not option.distload:
-        option.dist = "loadgroup"
 
 
 class _Summary:

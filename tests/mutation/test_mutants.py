@@ -17,9 +17,6 @@ MUTANTS = load_mutants()
 
 
 @pytest.mark.mutation
-# One worker under pytest-xdist runs them all: the session fixture starts every selected
-# mutant's run at once, and a second worker would start them all again.
-@pytest.mark.xdist_group("mutation")
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_the_named_mutant_is_killed(
     mutant: Mutant, mutation_check: MutationCheck, request: pytest.FixtureRequest

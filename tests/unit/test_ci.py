@@ -21,8 +21,8 @@ def test_ci_stops_at_the_first_failing_step() -> None:
 
 def test_ci_runs_lint_typing_then_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    # -n auto: the suite runs in parallel under pytest-xdist (tests/conftest.py).
-    test_command = 'pip install -e ".[test]" && python -m pytest -n auto'
+    # The suite runs in parallel under pytest-xdist (tests/conftest.py).
+    test_command = 'pip install -e ".[test]" && python -m pytest -n auto --dist loadfile'
     assert test_command in readme
     commands = _commands()
     steps = ["ruff check .", "ruff format --check .", "mypy kubesim", test_command]

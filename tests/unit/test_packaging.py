@@ -21,8 +21,6 @@ import kubesim
 pytest.importorskip("build", reason="the build package (test extra) is not installed")
 
 ROOT = Path(__file__).resolve().parents[2]
-# One pytest-xdist worker runs both tests, so the module's build (below) happens once.
-pytestmark = pytest.mark.xdist_group("packaging")
 
 
 @pytest.fixture(scope="module")
