@@ -119,10 +119,3 @@ def make_namespace(api: Endpoint, request: pytest.FixtureRequest) -> Callable[[]
 def ns(make_namespace: Callable[[], str]) -> str:
     """A namespace of this test's own, on the shared server."""
     return make_namespace()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    from .test_wire_fuzz import SENT
-
-    if SENT:
-        terminalreporter.write_line(f"wire fuzzer: {len(SENT)} hostile requests sent, server alive")

@@ -7,13 +7,14 @@ parameters with bad values and unknown ones, every method, odd and missing conte
 oversize). Separate tests send truncated chunked uploads and a client that stalls mid-request.
 The shared ``kubesim serve`` process is checked for tracebacks in its log when the session
 ends (tests/conformance/conftest.py). The number of requests sent is printed in pytest's
-summary.
+summary (tests/conftest.py adds it up from the test's report, a pytest-xdist worker's too).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from .wire import Endpoint
 
-SENT: list[int] = []  # requests sent by the fuzzer in this session (reported in the summary)
+WIRE_FUZZ_SENT = "kubesim_wire_fuzz_sent"  # the user_properties name tests/conftest.py reads
 
 PREFIXES = [
     "/api/v1/namespaces/default/pods",
@@ -158,6 +159,15 @@ def _check_status_body(status: int, headers: dict[str, str], body: bytes, what: 
     assert isinstance(status_obj.get("reason", ""), str), (what, status_obj)
 
 
+@pytest.fixture
+def sent(request: pytest.FixtureRequest) -> Iterator[list[int]]:
+    """The fuzzer's requests, one entry each (one list for all of a test's examples); the
+    count goes into the test's report, for the summary line."""
+    requests: list[int] = []
+    yield requests
+    request.node.user_properties.append((WIRE_FUZZ_SENT, len(requests)))
+
+
 @settings(
     max_examples=300,
     deadline=None,
@@ -174,6 +184,7 @@ def _check_status_body(status: int, headers: dict[str, str], body: bytes, what: 
 )
 def test_hostile_requests_get_a_status_and_never_kill_the_server(
     api: Endpoint,
+    sent: list[int],
     method: str,
     path: str,
     query: list[tuple[str, str]],
@@ -195,7 +206,7 @@ def test_hostile_requests_get_a_status_and_never_kill_the_server(
         content_type=content_type or None,
         leave_streams=True,
     )
-    SENT.append(1)
+    sent.append(1)
     if method == "HEAD":
         return
     if reply.headers.get("transfer-encoding") == "chunked":

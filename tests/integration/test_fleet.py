@@ -42,8 +42,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
+def _start_redis(directory: Path) -> tuple[subprocess.Popen[bytes], int] | None:
+    """``redis-server`` on a free loopback port, answering pings; None if it exited first (the
+    port was taken between ``_free_port`` and its bind: another pytest-xdist worker's server)."""
     assert REDIS_SERVER is not None
     port = _free_port()
     server = subprocess.Popen(
@@ -58,22 +59,42 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
             "--appendonly",
             "no",
             "--dir",
-            str(tmp_path),
+            str(directory),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 30
     try:
-        deadline = time.monotonic() + 30
         while True:  # hang guard while the server starts
             try:
                 client.ping()
-                break
+                return server, port
             except redis.ConnectionError:
-                if time.monotonic() > deadline or server.poll() is not None:
+                if server.poll() is not None:
+                    return None
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
+    except BaseException:
+        server.terminate()
+        server.wait(30)
+        raise
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    for _ in range(3):
+        started = _start_redis(tmp_path)
+        if started is not None:
+            break
+    else:
+        pytest.fail("redis-server exited at start three times (no free port?)")
+    server, port = started
+    try:
         yield f"redis://127.0.0.1:{port}/0"
     finally:
         server.terminate()

@@ -1,4 +1,4 @@
-"""The mutation check's session fixture and its score in pytest's terminal summary."""
+"""The mutation check's session fixture (its score is printed by tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from collections.abc import Iterator
 import pytest
 
 from .runner import MutationCheck, default_jobs, default_timeout
-from .score import write_score
 
 
 @pytest.fixture(scope="session")
 def mutation_check(request: pytest.FixtureRequest) -> Iterator[MutationCheck]:
-    """Starts the runs of every *selected* mutant at once; each test then waits for its own."""
+    """Starts the runs of every *selected* mutant at once; each test then waits for its own.
+
+    Under pytest-xdist the README's ``--dist loadfile`` gives all of test_mutants.py to one
+    worker, so this runs once; with ``--dist load`` every worker would start every run."""
     selected = [
         item.callspec.params["mutant"]
         for item in request.session.items
@@ -22,7 +24,3 @@ def mutation_check(request: pytest.FixtureRequest) -> Iterator[MutationCheck]:
     check = MutationCheck(selected, jobs=default_jobs(), timeout=default_timeout())
     yield check
     check.close()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    write_score(terminalreporter)

@@ -1,37 +1,30 @@
-"""The verdicts of a pytest run, and the score printed in its terminal summary."""
+"""The verdicts of a pytest run, recorded for the score in its terminal summary.
+
+Each verdict goes into its test's report (``user_properties``, as ``kubesim_mutation_verdict``):
+the hook that prints ``kubesim mutation score: K/N named mutants killed`` (tests/conftest.py)
+reads it from there, so the score is printed under pytest-xdist too, where the tests run in
+worker processes and the summary is written by the controller.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from .loader import Mutant
-from .runner import KILLED, Verdict
+from .runner import Verdict
 
-# name -> (mutant, verdict), in the order the tests ran.
-VERDICTS = pytest.StashKey[dict[str, tuple[Mutant, Verdict]]]()
-
-
-def record(config: pytest.Config, mutant: Mutant, verdict: Verdict) -> None:
-    config.stash.setdefault(VERDICTS, {})[mutant.name] = (mutant, verdict)
+MUTATION_VERDICT = "kubesim_mutation_verdict"  # the name tests/conftest.py reads
 
 
-def write_score(terminalreporter: pytest.TerminalReporter) -> None:
-    """``kubesim mutation score: K/N named mutants killed``, then one line per mutant."""
-    verdicts = terminalreporter.config.stash.get(VERDICTS, {})
-    if not verdicts:
-        return
-    killed = sum(verdict.status == KILLED for _, verdict in verdicts.values())
-    terminalreporter.section("kubesim mutation check")
-    terminalreporter.write_line(
-        f"kubesim mutation score: {killed}/{len(verdicts)} named mutants killed"
+def record(item: pytest.Item, mutant: Mutant, verdict: Verdict) -> None:
+    item.user_properties.append(
+        (
+            MUTATION_VERDICT,
+            {
+                "name": mutant.name,
+                "status": verdict.status,
+                "detail": verdict.detail,
+                "why": mutant.why or mutant.source,
+            },
+        )
     )
-    width = max(len(name) for name in verdicts)
-    for name, (mutant, verdict) in verdicts.items():
-        if verdict.status == KILLED:
-            terminalreporter.write_line(f"  killed   {name:<{width}}  {verdict.detail}")
-        else:
-            terminalreporter.write_line(
-                f"  {verdict.status.upper():<8} {name:<{width}}  {verdict.detail}"
-                f"  [{mutant.why or mutant.source}]",
-                red=True,
-            )

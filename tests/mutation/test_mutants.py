@@ -23,9 +23,9 @@ def test_the_named_mutant_is_killed(
 ) -> None:
     if not mutant.valid:
         detail = "; ".join(mutant.problems)
-        record(request.config, mutant, Verdict(BROKEN, f"invalid entry: {detail}", ""))
+        record(request.node, mutant, Verdict(BROKEN, f"invalid entry: {detail}", ""))
         pytest.fail(f"BROKEN ENTRY in {mutant.source}: {detail}", pytrace=False)
     verdict = mutation_check.verdict(mutant)
-    record(request.config, mutant, verdict)
+    record(request.node, mutant, verdict)
     if verdict.status != KILLED:
         pytest.fail(verdict.message, pytrace=False)

@@ -21,7 +21,8 @@ def test_ci_stops_at_the_first_failing_step() -> None:
 
 def test_ci_runs_lint_typing_then_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    test_command = 'pip install -e ".[test]" && python -m pytest'
+    # The suite runs in parallel under pytest-xdist (tests/conftest.py).
+    test_command = 'pip install -e ".[test]" && python -m pytest -n auto --dist loadfile'
     assert test_command in readme
     commands = _commands()
     steps = ["ruff check .", "ruff format --check .", "mypy kubesim", test_command]
@@ -35,11 +36,11 @@ def test_ci_runs_lint_typing_then_the_readme_test_command() -> None:
     assert install < positions[0]
 
 
-def test_the_test_extra_carries_the_lint_and_typing_tools() -> None:
+def test_the_test_extra_carries_the_lint_and_typing_tools_and_xdist() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     names = {
         re.split(r"[<>=!;\[ ]", req, maxsplit=1)[0].lower()
         for req in project["optional-dependencies"]["test"]
     }
-    assert {"ruff", "mypy", "types-pyyaml"} <= names
+    assert {"ruff", "mypy", "types-pyyaml", "pytest-xdist"} <= names
