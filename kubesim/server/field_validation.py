@@ -40,19 +40,7 @@ def directive(value: str | None, options_kind: str) -> str:
     if value is None or value == "":
         return WARN
     if value not in DIRECTIVES:
-        supported = ", ".join(f'"{d}"' for d in DIRECTIVES)
-        raise st.invalid(
-            options_kind,
-            "meta.k8s.io",
-            "",
-            [
-                {
-                    "reason": "FieldValueNotSupported",
-                    "message": f'Unsupported value: "{value}": supported values: {supported}',
-                    "field": "fieldValidation",
-                }
-            ],
-        )
+        raise st.unsupported_option(options_kind, "fieldValidation", value, list(DIRECTIVES))
     return value
 
 

@@ -340,18 +340,8 @@ def _dry_run(method: str, query: Query, body_options: JSON | None = None) -> boo
         values += [str(v) for v in body_options["dryRun"]]
     for index, value in enumerate(values):
         if value != "All":
-            raise st.invalid(
-                _WRITE_OPTIONS.get(method, "CreateOptions"),
-                "meta.k8s.io",
-                "",
-                [
-                    {
-                        "reason": "FieldValueNotSupported",
-                        "message": f'Unsupported value: "{value}": supported values: "All"',
-                        "field": f"dryRun[{index}]",
-                    }
-                ],
-            )
+            options = _WRITE_OPTIONS.get(method, "CreateOptions")
+            raise st.unsupported_option(options, f"dryRun[{index}]", value, ["All"])
     return bool(values)
 
 

@@ -206,6 +206,20 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     )
 
 
+def unsupported_option(
+    options_kind: str, field: str, value: str, supported: list[str]
+) -> StatusError:
+    """422 on a request's options (``CreateOptions``, ``PatchOptions``, ...): ``field`` holds
+    ``value``, which is not one of ``supported`` (field.NotSupported's message)."""
+    choices = ", ".join(f'"{choice}"' for choice in supported)
+    cause = {
+        "reason": "FieldValueNotSupported",
+        "message": f'Unsupported value: "{value}": supported values: {choices}',
+        "field": field,
+    }
+    return invalid(options_kind, "meta.k8s.io", "", [cause])
+
+
 def timeout(message: str, *, causes: list[JSON] | None = None, retry_after: int = 1) -> StatusError:
     details: JSON = {"retryAfterSeconds": retry_after}
     if causes:
