@@ -155,15 +155,6 @@ def _forbidden(field_name: str, detail: str) -> JSON:
     return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field_name}
 
 
-def _unsupported(field_name: str, value: str, supported: list[str]) -> JSON:
-    options = ", ".join(f'"{s}"' for s in supported)
-    return {
-        "reason": "FieldValueNotSupported",
-        "message": f'Unsupported value: "{value}": supported values: {options}',
-        "field": field_name,
-    }
-
-
 # -- routing -------------------------------------------------------------------------------
 @dataclass
 class _Target:
@@ -658,7 +649,7 @@ def _list(
             )
         if match not in ("Exact", "NotOlderThan"):
             causes.append(
-                _unsupported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""])
+                st.not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""])
             )
         if match == "Exact" and rv_text == "0":
             causes.append(
@@ -766,7 +757,7 @@ def _watch(server: APIServer, target: _Target, query: Query) -> Response:
                 )
             )
         if match != "NotOlderThan":
-            causes.append(_unsupported("resourceVersionMatch", match, ["NotOlderThan"]))
+            causes.append(st.not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
         if query.get("continue"):
             causes.append(
                 _forbidden(

@@ -206,18 +206,23 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     )
 
 
-def unsupported_option(
-    options_kind: str, field: str, value: str, supported: list[str]
-) -> StatusError:
-    """422 on a request's options (``CreateOptions``, ``PatchOptions``, ...): ``field`` holds
-    ``value``, which is not one of ``supported`` (field.NotSupported's message)."""
+def not_supported(field: str, value: str, supported: list[str]) -> JSON:
+    """The ``StatusCause`` of field.NotSupported: ``value`` of ``field`` is none of
+    ``supported``."""
     choices = ", ".join(f'"{choice}"' for choice in supported)
-    cause = {
+    return {
         "reason": "FieldValueNotSupported",
         "message": f'Unsupported value: "{value}": supported values: {choices}',
         "field": field,
     }
-    return invalid(options_kind, "meta.k8s.io", "", [cause])
+
+
+def unsupported_option(
+    options_kind: str, field: str, value: str, supported: list[str]
+) -> StatusError:
+    """422 on a request's options (``CreateOptions``, ``PatchOptions``, ...): ``field`` holds
+    ``value``, which is not one of ``supported``."""
+    return invalid(options_kind, "meta.k8s.io", "", [not_supported(field, value, supported)])
 
 
 def timeout(message: str, *, causes: list[JSON] | None = None, retry_after: int = 1) -> StatusError:
