@@ -164,6 +164,8 @@ class APIServer:
         self.expired_reason = expired_reason
         self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
+        # resource() by name, cleared whenever a resource is registered or unregistered.
+        self._by_name: dict[str, ResourceType] = {}
         self._watchers: dict[int, Watcher] = {}
         self._watch_ids = itertools.count(1)
         self.request_count = 0
@@ -200,6 +202,7 @@ class APIServer:
             if existing is not None and existing is not resource:
                 raise ValueError(f"a different resource is already registered as {key}")
             self._resources[key] = resource
+            self._by_name.clear()
         return resource
 
     def unregister(self, resource: ResourceType) -> None:
@@ -207,6 +210,7 @@ class APIServer:
         delivered what was queued."""
         with self.lock:
             self._resources.pop((resource.group, resource.version, resource.plural), None)
+            self._by_name.clear()
             for watcher in list(self._watchers.values()):
                 if watcher.resource is resource:
                     watcher.close_when_drained()  # after the DELETED events already queued
@@ -223,6 +227,14 @@ class APIServer:
         """Find a resource by plural, kind, singular or short name ("pods", "Pod", "po")."""
         if isinstance(name, ResourceType):
             return name
+        # Every call by name (each verb of the Python API) used to scan all the resources.
+        found = self._by_name.get(name)
+        if found is None:
+            with self.lock:  # not cached across a register or unregister
+                found = self._by_name[name] = self._find_resource(name)
+        return found
+
+    def _find_resource(self, name: str) -> ResourceType:
         group = ""
         if "." in name:
             name, _, group = name.partition(".")

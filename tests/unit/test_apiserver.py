@@ -536,3 +536,24 @@ def test_bad_constructor_arguments_raise_value_error_naming_the_argument(
 def test_a_seed_that_is_not_an_int_or_str_is_a_type_error_naming_it() -> None:
     with pytest.raises(TypeError, match=re.escape("seed=1.5")):
         APIServer(seed=1.5)  # type: ignore[arg-type]
+
+
+def test_a_resource_name_resolves_to_what_is_served_now() -> None:
+    # resource() caches lookups by name; registering or unregistering must not leave a stale
+    # answer, and a miss must not be cached.
+    from kubesim.server.resources import ResourceType
+
+    server = APIServer(seed=1)
+    with pytest.raises(KeyError, match="no resource named 'widgets'"):
+        server.resource("widgets")
+    widgets = ResourceType("example.com", "v1", "Widget", "widgets", short_names=("wg",))
+    server.register(widgets)
+    assert server.resource("widgets") is widgets
+    assert server.resource("wg") is widgets
+    assert server.resource("pods") is server.resource("po")
+    server.unregister(widgets)
+    with pytest.raises(KeyError, match="no resource named 'wg'"):
+        server.resource("wg")
+    again = ResourceType("example.com", "v1", "Widget", "widgets")
+    server.register(again)
+    assert server.resource("widgets") is again

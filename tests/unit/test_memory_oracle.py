@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench import memory_stores
 from kubesim import APIServer, MemorySample, MemorySampler, check_memory_bounded, run_watch_restarts
@@ -188,3 +190,54 @@ def test_measuring_a_1000_pod_store_walks_every_object_once() -> None:
     sample = report.samples[-1]
     # Every pod dict and what hangs from it, but no server object: a few dozen per pod.
     assert 1000 * 20 < sample.retained_blocks < 1000 * 200
+
+
+def _naive_walk(root: object, *, keys: bool) -> tuple[int, int]:
+    """Bytes and objects reachable from ``root``, each once, queueing everything: right for
+    JSON values, which reference nothing else. ``keys``: a dict's keys are reached as the
+    walk's named steps reach them; without, as ``gc.get_referents`` does (string keys are not
+    among a dict's referents)."""
+    import gc
+    import sys
+
+    seen = {id(root)}
+    queue = [root]
+    total = 0
+    for obj in queue:
+        total += sys.getsizeof(obj)
+        if keys and type(obj) is dict:
+            children = [part for item in obj.items() for part in item]
+        else:
+            children = gc.get_referents(obj)
+        for child in children:
+            if id(child) not in seen:
+                seen.add(id(child))
+                queue.append(child)
+    return total, len(queue)
+
+
+_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_values = st.recursive(
+    _leaves,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(), inner, max_size=5),
+    max_leaves=60,
+)
+# Maps all the way down: every step the walk takes is a named one (a list item ends a path).
+json_maps = st.recursive(
+    _leaves, lambda inner: st.dictionaries(st.text(), inner, max_size=5), max_leaves=60
+)
+
+
+@given(json_values, json_maps)
+def test_retained_memory_of_json_values_is_every_reachable_object_once(
+    value: object, nested: object
+) -> None:
+    # Leaves are sized where they are met instead of being queued; the figures must be those of
+    # a walk that queues everything, shared strings and small ints counted once, both where
+    # the walk does not name its steps and where it does (it then reaches a map's keys too).
+    unnamed = measure_retained({"store": value}, named_depth=0)
+    assert (unnamed.retained_bytes, unnamed.objects) == _naive_walk(value, keys=False)
+    named = measure_retained({"store": nested}, named_depth=1_000)
+    assert (named.retained_bytes, named.objects) == _naive_walk(nested, keys=True)
+    if isinstance(nested, dict):
+        assert named.containers["store"].retained_bytes == named.retained_bytes
