@@ -100,9 +100,10 @@ class APIServer:
     :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
     single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
 
-    ``service_accounts=True`` runs the ServiceAccount controller (a ``default`` ServiceAccount
-    in every namespace, see :mod:`kubesim.server.service_accounts`), as ``kubesim serve`` does
-    for clients and test suites written for a real cluster.
+    ``service_accounts=True`` runs the ServiceAccount controller and admission (a ``default``
+    ServiceAccount in every namespace; a pod runs as an account that exists, ``default`` unless
+    it names one: see :mod:`kubesim.server.service_accounts`), as ``kubesim serve`` does for
+    clients and test suites written for a real cluster.
     """
 
     def __init__(
@@ -450,6 +451,8 @@ class APIServer:
             on_write(obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
+        if self._service_accounts and namespace is not None and kind == ("", "Pod"):
+            service_accounts.admit_pod(self, obj, namespace)  # spec: pod_defaults' copy
         lifecycle.prepare_for_create(resource, obj)
         obj["metadata"] = canonical_metadata(obj["metadata"])
         return self._commit(resource, key, ADDED, obj, None, dry_run=dry_run, shared=True)

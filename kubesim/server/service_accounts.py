@@ -1,9 +1,12 @@
-"""The ServiceAccount controller: every namespace has a ``default`` ServiceAccount.
+"""The ServiceAccount controller and admission: every namespace has a ``default`` account,
+and every pod runs as an account that exists.
 
 On a cluster, kube-controller-manager's serviceaccounts-controller creates ``default`` in each
 new namespace and creates it again when it is deleted (pkg/controller/serviceaccount/
-serviceaccounts_controller.go); the ServiceAccount admission plugin then names it in every pod
-that names none. Tests written for a real cluster wait for it before they create pods.
+serviceaccounts_controller.go); the ServiceAccount admission plugin
+(plugin/pkg/admission/serviceaccount/admission.go) names it in every pod that names none, and
+refuses a pod whose account does not exist (403). Tests written for a real cluster wait for
+``default`` before they create pods. The token volume the plugin also mounts is not modelled.
 
 kubesim runs it when the server is built with ``service_accounts=True`` (``kubesim serve``
 does): right after the write that calls for it, under the same lock, as the next write, so a
@@ -14,12 +17,15 @@ the trace, and stores under test rarely watch them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kubesim.server import status as st
 from kubesim.server.storage import ADDED, DELETED, Event
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
+
+JSON = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 
@@ -55,3 +61,24 @@ def ensure_default(server: APIServer, namespace: str) -> None:
         server._create(accounts, {"metadata": {"name": DEFAULT_SERVICE_ACCOUNT}}, namespace)
     finally:
         server.field_manager = manager
+
+
+def admit_pod(server: APIServer, pod: JSON, namespace: str) -> None:
+    """A new pod runs as ``spec.serviceAccountName`` (``default`` when it names none), which
+    must exist; ``spec.serviceAccount``, the deprecated alias, says the same (the v1 conversion
+    fills it in). ``pod["spec"]`` is the server's own copy."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    name = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
+    accounts = server.lookup("", "v1", "serviceaccounts")
+    if accounts is not None and server.storage.get(accounts, (namespace, str(name))) is None:
+        raise st.forbidden(
+            "pods",
+            "",
+            str(pod.get("metadata", {}).get("name", "")),
+            f"error looking up service account {namespace}/{name}: "
+            f'serviceaccount "{name}" not found',
+        )
+    spec["serviceAccountName"] = name
+    spec["serviceAccount"] = name

@@ -60,3 +60,30 @@ def test_a_dry_run_namespace_gets_no_account_and_the_controller_is_off_by_defaul
     assert plain.list("serviceaccounts") == []
     plain.create("namespaces", {"metadata": {"name": "team-a"}})
     assert plain.list("serviceaccounts") == []
+
+
+def test_a_pod_runs_as_an_account_that_exists() -> None:
+    # ServiceAccount admission: `default` unless the pod names one (the deprecated
+    # `serviceAccount` says the same); an account that does not exist is 403.
+    server = APIServer(seed=1, service_accounts=True)
+    body = {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    pod = server.create("pods", body, namespace="default")
+    assert (pod["spec"]["serviceAccountName"], pod["spec"]["serviceAccount"]) == (
+        "default",
+        "default",
+    )
+    assert "serviceAccountName" not in body["spec"]  # the caller's body is left alone
+    named = {**body, "metadata": {"name": "builder"}, "spec": {**body["spec"]}}
+    named["spec"]["serviceAccountName"] = "builder"
+    with pytest.raises(st.StatusError) as refused:
+        server.create("pods", named, namespace="default")
+    assert refused.value.code == 403
+    assert refused.value.status["message"] == (
+        'pods "builder" is forbidden: error looking up service account default/builder: '
+        'serviceaccount "builder" not found'
+    )
+    server.create("serviceaccounts", {"metadata": {"name": "builder"}}, namespace="default")
+    assert server.create("pods", named, namespace="default")["spec"]["serviceAccount"] == "builder"
+    # Without the controller, pods are stored as sent (simulations' bytes do not change).
+    plain = APIServer(seed=1).create("pods", body, namespace="default")
+    assert "serviceAccountName" not in plain["spec"]
