@@ -123,7 +123,12 @@ def _slot_values(obj: object) -> Iterable[tuple[str, object]]:
                     continue
 
 
-def _labelled(obj: object) -> Iterable[tuple[str, object]]:
+# A step's label: a string (``.attr``, ``<item>``), or a dict key in a 1-tuple, whose ``[key]``
+# label is made only if the walk queues what the key leads to (most values are leaves).
+Label = str | tuple[object]
+
+
+def _labelled(obj: object) -> Iterable[tuple[Label, object]]:
     """(label, referent) pairs; labels name the step (``.attr``, ``[key]``) where one exists."""
     kind = type(obj)
     if kind is list or kind is tuple:
@@ -136,13 +141,13 @@ def _labelled(obj: object) -> Iterable[tuple[str, object]]:
     return _object_children(obj, labelled=True)
 
 
-def _dict_children(mapping: dict[object, object]) -> Iterable[tuple[str, object]]:
+def _dict_children(mapping: dict[object, object]) -> Iterable[tuple[Label, object]]:
     for key, value in dict.items(mapping):
         yield "<key>", key
-        yield _label(key), value
+        yield (key,), value
 
 
-def _object_children(obj: object, *, labelled: bool) -> Iterable[tuple[str, object]]:
+def _object_children(obj: object, *, labelled: bool) -> Iterable[tuple[Label, object]]:
     """Children of anything but the exact builtin containers; the same set either way."""
     if isinstance(obj, types.FunctionType):
         # Closure cells and defaults belong to whoever holds the function; its globals do not.
@@ -250,7 +255,7 @@ def measure_retained(
             continue
         depth = depths[head] + 1
         path = paths[head]
-        children: Iterable[tuple[str, object]] | None = None
+        children: Iterable[tuple[Label, object]] | None = None
         plain: list[object] | None = None
         if path is not None and depth <= named_depth:
             children = _labelled(obj)
@@ -295,13 +300,14 @@ def measure_retained(
                     stop_here = stops[kind] = _stops_at(kind)
                 if stop_here:
                     continue
-                if label == "<__dict__>":
+                step = _label(label[0]) if isinstance(label, tuple) else label
+                if step == "<__dict__>":
                     instance_dicts.add(len(objects))
                 objects.append(child)
                 parents.append(head)
                 # Unnamed steps (an instance's __dict__, a dict's keys, C-level references) end
                 # the path: what hangs below them is still counted, in the nearest named one.
-                paths.append(None if path is None or label.startswith("<") else path + label)
+                paths.append(None if path is None or step.startswith("<") else path + step)
                 depths.append(depth)
         head += 1
     # Bytes first reached through each object (its subtree in the BFS tree), children first.
