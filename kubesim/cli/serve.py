@@ -27,9 +27,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seed=_seed(args.seed),
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
         bookmark_interval=args.bookmark_interval,
-        # What a cluster's controller manager does that clients wait for: a `default`
-        # ServiceAccount in every namespace.
+        # What a cluster does that clients and their tests look for: a `default` ServiceAccount
+        # in every namespace, and managedFields on every object (named after the User-Agent
+        # when the request names no fieldManager).
         service_accounts=True,
+        field_managers_from_user_agent=True,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods

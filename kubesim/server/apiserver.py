@@ -102,8 +102,11 @@ class APIServer:
 
     ``service_accounts=True`` runs the ServiceAccount controller and admission (a ``default``
     ServiceAccount in every namespace; a pod runs as an account that exists, ``default`` unless
-    it names one: see :mod:`kubesim.server.service_accounts`), as ``kubesim serve`` does for
-    clients and test suites written for a real cluster.
+    it names one: see :mod:`kubesim.server.service_accounts`), and
+    ``field_managers_from_user_agent=True`` records ``managedFields`` for every write over HTTP,
+    the manager named by the request's ``fieldManager`` or else its User-Agent; ``kubesim serve``
+    turns both on, for clients and test suites written for a real cluster. Simulations leave
+    them off: each is work on every write that stores under test rarely look at.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class APIServer:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         wait_policy: WaitPolicy | None = None,
         service_accounts: bool = False,
+        field_managers_from_user_agent: bool = False,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -184,6 +188,9 @@ class APIServer:
         self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
+        # Over HTTP, a write whose request names no fieldManager is managed by its User-Agent
+        # (kubesim.server.routes), as on a cluster: every object then has managedFields.
+        self.field_managers_from_user_agent = field_managers_from_user_agent
         for name in namespaces:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
         if bookmark_interval is not None:

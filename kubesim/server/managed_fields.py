@@ -20,8 +20,10 @@ is atomic (owned and replaced as a whole); an item is keyed by its strategic mer
 ports (a container's, a Service's) by their port and protocol, the ``x-kubernetes-list-map-keys``
 of their OpenAPI schema, with the protocol's default (``TCP``) when an item leaves it out
 (``k:{"containerPort":80,"protocol":"TCP"}``); the ``.`` marker of an owned item is not
-written. Requests that name no field manager (the Python clients by default)
-record nothing, so simulations stay as lean as before.
+written. Requests that name no field manager (the Python clients by default) record nothing,
+so simulations stay as lean as before, unless the server names managers as a cluster does
+(``APIServer(field_managers_from_user_agent=True)``, on under ``kubesim serve``): then the
+request's User-Agent names it (:func:`manager_from_user_agent`).
 """
 
 from __future__ import annotations
@@ -93,6 +95,25 @@ _NOT_OWNED_METADATA = frozenset(
 )
 APPLY = "Apply"
 UPDATE = "Update"
+# apimachinery validation.FieldManagerMaxLength, in bytes.
+FIELD_MANAGER_MAX_LENGTH = 128
+
+
+def manager_from_user_agent(user_agent: str) -> str:
+    """The manager kube-apiserver records for a write whose request names no ``fieldManager``:
+    the User-Agent up to its first ``/``, printable characters only, at most 128 bytes
+    (``prefixFromUserAgent`` in apiserver/pkg/endpoints/handlers/rest.go). The official Python
+    client's ``OpenAPI-Generator/37.0.2/python`` is ``OpenAPI-Generator``."""
+    out = ""
+    size = 0
+    for char in user_agent.split("/", 1)[0]:
+        if not char.isprintable():
+            continue
+        if size >= FIELD_MANAGER_MAX_LENGTH:
+            break
+        out += char
+        size += len(char.encode())
+    return out
 
 
 def leaf_paths(obj: JSON) -> set[Path]:

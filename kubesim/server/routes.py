@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubesim.server import discovery, field_validation, openapi, protobuf, tables
+from kubesim.server import discovery, field_validation, managed_fields, openapi, protobuf, tables
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -372,7 +372,7 @@ def _resource_request(
     if method == "POST" and target.name is None:
         dry_run = _dry_run(method, query)
         body, warnings = _validated_body(request, target, query, "CreateOptions")
-        with server.lock, _managing(server, query):
+        with server.lock, _managing(server, request, query):
             stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
             return Response(201, stored.json(), headers=warnings)
     if method == "DELETE" and target.name is None:
@@ -392,7 +392,7 @@ def _resource_request(
         if method == "PUT":
             dry_run = _dry_run(method, query)
             body, warnings = _validated_body(request, target, query, "UpdateOptions")
-            with server.lock, _managing(server, query):
+            with server.lock, _managing(server, request, query):
                 stored = server._update(
                     target.resource,
                     target.namespace,
@@ -415,7 +415,7 @@ def _resource_request(
             field_validation.directive(query.get("fieldValidation"), "PatchOptions")
             dry_run = _dry_run(method, query)
             body = _decode_json(_check_size(request.body))
-            with server.lock, _managing(server, query):
+            with server.lock, _managing(server, request, query):
                 stored = server._patch(
                     target.resource,
                     target.namespace,
@@ -455,23 +455,27 @@ def _scale(server: APIServer, request: Request, target: _Target, query: Query) -
             return _json(200, server._get_scale(resource, namespace, name))
         if request.method == "PUT":
             body = _decode_body(request)
-            with _managing(server, query):
+            with _managing(server, request, query):
                 return _json(200, server._update_scale(resource, namespace, name, body))
         if request.method == "PATCH":
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
             if content_type not in PATCH_TYPES:
                 raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
             body = _decode_json(_check_size(request.body))
-            with _managing(server, query):
+            with _managing(server, request, query):
                 scale = server._patch_scale(resource, namespace, name, body, content_type)
             return _json(200, scale)
     raise st.method_not_allowed(request.method)
 
 
 @contextlib.contextmanager
-def _managing(server: APIServer, query: Query) -> Iterator[None]:
-    """The request's ``fieldManager`` owns what its write changes (metadata.managedFields)."""
-    server.field_manager = query.get("fieldManager") or None
+def _managing(server: APIServer, request: Request, query: Query) -> Iterator[None]:
+    """The request's field manager owns what its write changes (metadata.managedFields): its
+    ``fieldManager``, or, on a server that names managers as a cluster does, its User-Agent."""
+    manager = query.get("fieldManager") or None
+    if manager is None and server.field_managers_from_user_agent:
+        manager = managed_fields.manager_from_user_agent(request.header("User-Agent")) or None
+    server.field_manager = manager
     try:
         yield
     finally:

@@ -122,7 +122,8 @@ def test_apply_needs_a_field_manager_and_force_needs_apply(api: Endpoint, ns: st
         content_type="application/merge-patch+json",
     )
     assert forced.status == 422, forced
-    # Writes that name no manager leave no managedFields (the Python clients' default).
+    # Writes that name no manager and send no User-Agent (http.client sends none) leave no
+    # managedFields: kubesim serve names a manager after the User-Agent, as a cluster does.
     assert "managedFields" not in api.ok("GET", path)["metadata"]
 
 

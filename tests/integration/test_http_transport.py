@@ -286,3 +286,52 @@ def test_the_listen_backlog_holds_a_hundred_clients_opening_at_once(
         for sock in sockets:
             sock.close()
     assert all(line.startswith(b"HTTP/1.") and b" 200 " in line for line in answers), answers[:3]
+
+
+def test_a_server_that_names_managers_as_a_cluster_does_records_the_clients_user_agent() -> None:
+    # kube-apiserver records managedFields for every write; a request that names no
+    # fieldManager (the official client's default) is managed by its User-Agent's product name.
+    server = APIServer(seed=1, field_managers_from_user_agent=True)
+    with HTTPTransport(server, host="127.0.0.1", port=0) as served:
+        api_client = client.ApiClient(client.Configuration(host=served.url))
+        try:
+            core = client.CoreV1Api(api_client)
+            body = {"metadata": {"name": "settings"}, "data": {"mode": "fast"}}
+            made = core.create_namespaced_config_map("default", body, _request_timeout=HANG_GUARD)
+            [(manager, operation)] = [
+                (e.manager, e.operation) for e in made.metadata.managed_fields
+            ]
+            assert (manager, operation) == ("OpenAPI-Generator", "Update")
+            patch = {"data": {"mode": "slow"}}
+            core.patch_namespaced_config_map(
+                "settings", "default", patch, field_manager="tuner", _request_timeout=HANG_GUARD
+            )
+            created = core.read_namespaced_config_map(
+                "settings", "default", _request_timeout=HANG_GUARD
+            )
+        finally:
+            api_client.close()
+    entries = [(e.manager, e.operation, e.fields_v1) for e in created.metadata.managed_fields or []]
+    # The create's manager owned data.mode until the patch changed it: an entry that owns
+    # nothing is dropped.
+    assert entries == [("tuner", "Update", {"f:data": {"f:mode": {}}})]
+    # Python API writes and servers that do not name managers so record nothing, as before.
+    plain = APIServer(seed=1)
+    assert "managedFields" not in plain.create("configmaps", body, namespace="default")["metadata"]
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "manager"),
+    [
+        ("OpenAPI-Generator/37.0.2/python", "OpenAPI-Generator"),
+        ("kubectl/v1.33.0 (linux/amd64) kubernetes/8adc0f0", "kubectl"),
+        ("a\tb\x00c/1", "abc"),
+        ("", ""),
+        ("x" * 200, "x" * 128),
+        ("é" * 100, "é" * 64),  # 128 bytes of two-byte characters
+    ],
+)
+def test_the_manager_is_the_user_agent_up_to_its_first_slash(user_agent: str, manager: str) -> None:
+    from kubesim.server.managed_fields import manager_from_user_agent
+
+    assert manager_from_user_agent(user_agent) == manager
