@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, integers, uniform
-from kubesim.server import crds, defaults, lifecycle, managed_fields, service_accounts
+from kubesim.server import (
+    conversion,
+    crds,
+    defaults,
+    lifecycle,
+    managed_fields,
+    service_accounts,
+)
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -234,6 +241,11 @@ class APIServer:
     def resource(self, name: str | ResourceType) -> ResourceType:
         """Find a resource by plural, kind, singular or short name ("pods", "Pod", "po")."""
         if isinstance(name, ResourceType):
+            if name.stored_as is not None:
+                raise ValueError(
+                    f"resource {name.api_version} {name.plural} is served over HTTP by converting "
+                    f"{name.stored_as.api_version} objects; the Python API takes that resource"
+                )
             return name
         # Every call by name (each verb of the Python API) used to scan all the resources.
         found = self._by_name.get(name)
@@ -249,7 +261,8 @@ class APIServer:
         matches = [
             r
             for r in self._resources.values()
-            if (not group or r.group == group)
+            if r.stored_as is None  # a version served by conversion: see kubesim.server.conversion
+            and (not group or r.group == group)
             and name in (r.plural, r.kind, r.singular_name, *r.short_names)
         ]
         if len(matches) > 1:
@@ -259,7 +272,7 @@ class APIServer:
         if len(matches) == 1:
             return matches[0]
         known = sorted(
-            r.plural + (f".{r.group}" if r.group else "") for r in self._resources.values()
+            {r.plural + (f".{r.group}" if r.group else "") for r in self._resources.values()}
         )
         if not matches:
             raise KeyError(f"no resource named {name!r}; known resources: {', '.join(known)}")
@@ -644,15 +657,20 @@ class APIServer:
         subresource: str | None,
         *,
         dry_run: bool = False,
+        view: ResourceType | None = None,
     ) -> Stored:
+        """``view``: the version the patch is written against, when kubesim serves it by
+        converting ``resource``'s objects (kubesim.server.conversion): the patch applies to the
+        object in that version, and the result is converted back."""
         from kubesim.server.patch import PatchError, PatchTestFailed
 
         key = self._key(resource, namespace, name)
         current = self.storage.get(resource, key)
         if current is None:
             raise st.not_found(resource.plural, resource.group, name)
+        base = current.obj if view is None else conversion.for_view(view)[0](current.obj)
         try:
-            patched = apply_patch(current.obj, patch, patch_type)
+            patched = apply_patch(base, patch, patch_type)
         except PatchError as exc:
             if isinstance(exc, PatchTestFailed) or (
                 patch_type == "application/json-patch+json" and _json_patch_decodes(patch)
@@ -672,6 +690,11 @@ class APIServer:
             raise st.conflict(resource.plural, resource.group, name, st.OPTIMISTIC_LOCK_ERROR)
         if meta.get("name") != name:
             raise st.bad_request("metadata.name cannot be changed by a patch")
+        if view is not None:
+            try:
+                patched = conversion.for_view(view)[1](self._check_body(view, patched, namespace))
+            except conversion.ConversionError as exc:
+                raise st.bad_request(str(exc)) from None
         return self._replace(
             resource,
             key,
@@ -953,6 +976,7 @@ class APIServer:
         timeout_seconds: float | None = None,
     ) -> WatchStream:
         """Open a watch. Errors after admission are as an ERROR event on the stream (cacher.go)."""
+        resource = self.resource(resource)  # not a version served by conversion
         with self.lock:
             labels = labels or LabelSelector.parse("")
             fields = fields or FieldSelector.parse("")

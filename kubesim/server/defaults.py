@@ -125,8 +125,13 @@ def cron_job_defaults(obj: JSON) -> None:
 
 
 def horizontal_pod_autoscaler_defaults(obj: JSON) -> None:
-    """pkg/apis/autoscaling/v2/defaults.go: minReplicas 1."""
-    _mapping(obj, "spec").setdefault("minReplicas", 1)
+    """pkg/apis/autoscaling/v2/defaults.go: minReplicas 1, and with no metric the CPU
+    utilization target of 80% (``behavior`` defaults, when one is given, are not modelled)."""
+    spec = _mapping(obj, "spec")
+    spec.setdefault("minReplicas", 1)
+    if not spec.get("metrics"):
+        target = {"type": "Utilization", "averageUtilization": 80}
+        spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
 
 
 #: SetDefaults_* by (group, kind): run on the body of every create and update (and on a
@@ -193,6 +198,8 @@ ON_CREATE: dict[tuple[str, str], Callable[[JSON, Iterator[str]], None]] = {
     ),
     ("", "ReplicationController"): _status({"replicas": 0}),
     ("batch", "CronJob"): _status({}),
+    # desiredReplicas is the one status field autoscaling/v2 does not omit when empty.
+    ("autoscaling", "HorizontalPodAutoscaler"): _status({"desiredReplicas": 0}),
 }
 
 

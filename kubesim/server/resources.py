@@ -112,6 +112,10 @@ class ResourceType:
     scale_label_selector_path: str | None = None
     # A custom resource's OpenAPI v3 schema (its CRD's openAPIV3Schema), for /openapi/v3.
     openapi_schema: Mapping[str, Any] | None = None
+    # A version served by converting the objects of another resource, which stores them
+    # (autoscaling/v1 HorizontalPodAutoscalers, stored as autoscaling/v2): a *view* keeps no
+    # objects of its own (kubesim.server.conversion, kubesim.server.routes).
+    stored_as: ResourceType | None = None
 
     @property
     def api_version(self) -> str:
@@ -196,14 +200,42 @@ def builtin_resources() -> list[ResourceType]:
                 generation_fields=("spec",) if "status" in subresources else (),
             )
         )
-    return [*detailed, *generated]
+    served = [*detailed, *generated]
+    return [*served, *_views(served)]
+
+
+def _views(served: list[ResourceType]) -> list[ResourceType]:
+    """The other versions of a resource that kubesim serves by conversion: each a copy of the
+    stored resource in that version, ``stored_as`` it (kubesim.server.conversion.CONVERSIONS)."""
+    from kubesim.server.builtin_kinds import BUILTIN_KINDS
+    from kubesim.server.conversion import CONVERSIONS
+
+    stored = {(r.group, r.plural): r for r in served}
+    views = []
+    for group, version, kind, plural, _, verbs, subresources in BUILTIN_KINDS:
+        storage = stored.get((group, plural))
+        if storage is None or storage.version == version:
+            continue
+        if (group, kind, version) not in CONVERSIONS:
+            continue
+        views.append(
+            dataclasses.replace(
+                storage,
+                version=version,
+                verbs=verbs,
+                status_subresource="status" in subresources,
+                scale_subresource="scale" in subresources,
+                stored_as=storage,
+            )
+        )
+    return views
 
 
 def _preferred_versions() -> list[
     tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]]
 ]:
-    """One version per resource: the newest stable one (autoscaling/v2 over v1). kubesim keeps
-    one copy of each object, so serving two versions would show two unrelated sets."""
+    """One version per resource, the one kubesim stores: the newest stable one (autoscaling/v2
+    over v1). Other versions are served by conversion where kubesim has one (:func:`_views`)."""
     from kubesim.server.builtin_kinds import BUILTIN_KINDS
 
     newest: dict[tuple[str, str], tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]]]

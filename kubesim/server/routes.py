@@ -19,7 +19,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubesim.server import discovery, field_validation, managed_fields, openapi, protobuf, tables
+from kubesim.server import (
+    conversion,
+    discovery,
+    field_validation,
+    managed_fields,
+    openapi,
+    protobuf,
+    tables,
+)
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
@@ -158,11 +166,14 @@ def _forbidden(field_name: str, detail: str) -> JSON:
 # -- routing -------------------------------------------------------------------------------
 @dataclass
 class _Target:
-    resource: ResourceType
+    resource: ResourceType  # the resource whose objects the request reads and writes
     namespace: str | None
     name: str | None
     subresource: str | None
     legacy_watch: bool
+    # The version the request names when kubesim serves it by converting ``resource``'s
+    # objects (kubesim.server.conversion): bodies arrive and answers leave in this version.
+    view: ResourceType | None = None
 
 
 def handle(server: APIServer, request: Request) -> Response:
@@ -301,6 +312,8 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
         or (subresource == "scale" and resource.scale_subresource)
     ):
         raise st.not_found_path()
+    if resource.stored_as is not None:
+        return _Target(resource.stored_as, namespace, name, subresource, legacy_watch, resource)
     return _Target(resource, namespace, name, subresource, legacy_watch)
 
 
@@ -314,13 +327,42 @@ _WRITE_OPTIONS = {
 
 
 def _validated_body(
-    request: Request, target: _Target, query: Query, options_kind: str
+    server: APIServer, request: Request, target: _Target, query: Query, options_kind: str
 ) -> tuple[Any, dict[str, str]]:
     """The decoded body after ``fieldValidation`` (kubesim.server.field_validation), and the
     ``Warning`` header that names what it dropped."""
     mode = field_validation.directive(query.get("fieldValidation"), options_kind)
-    body, warnings = field_validation.check(target.resource, _decode_body(request), mode)
-    return body, ({"Warning": ", ".join(warnings)} if warnings else {})
+    served = target.view or target.resource
+    body, warnings = field_validation.check(served, _decode_body(request), mode)
+    return _to_storage(server, target, body), ({"Warning": ", ".join(warnings)} if warnings else {})
+
+
+def _to_storage(server: APIServer, target: _Target, body: Any) -> Any:
+    """A body in the version the request names, as the stored resource keeps it."""
+    if target.view is None or not isinstance(body, dict):
+        return body
+    # Checked against the version the request names before the conversion retypes it.
+    server._check_body(target.view, body, target.namespace)
+    try:
+        return conversion.for_view(target.view)[1](body)
+    except conversion.ConversionError as exc:
+        raise st.bad_request(str(exc)) from None
+
+
+def _served(target: _Target, response: Response) -> Response:
+    """An answer about the stored resource in the version the request names."""
+    view = target.view
+    body = response.body
+    if view is None or isinstance(body, tables.TableWatchStream):
+        return response
+    if isinstance(body, WatchStream):
+        return replace(response, body=conversion.ConvertedWatchStream(body, view))
+    if response.status >= 300 or not body:
+        return response
+    obj = loads(body)
+    if not isinstance(obj, dict) or obj.get("kind") not in (view.kind, view.list_kind):
+        return response  # a Status, a Table
+    return replace(response, body=dumps(conversion.served_object(view, obj)))
 
 
 def _dry_run(method: str, query: Query, body_options: JSON | None = None) -> bool:
@@ -340,6 +382,10 @@ def _resource_request(
     server: APIServer, request: Request, group: str, version: str, rest: list[str]
 ) -> Response:
     target = _locate(server, group, version, rest)
+    return _served(target, _serve(server, request, target))
+
+
+def _serve(server: APIServer, request: Request, target: _Target) -> Response:
     _check_acceptable(request)
     query = Query(request.query)
     method = request.method
@@ -371,7 +417,7 @@ def _resource_request(
         return Response(200, stored.json())
     if method == "POST" and target.name is None:
         dry_run = _dry_run(method, query)
-        body, warnings = _validated_body(request, target, query, "CreateOptions")
+        body, warnings = _validated_body(server, request, target, query, "CreateOptions")
         with server.lock, _managing(server, request, query):
             stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
             return Response(201, stored.json(), headers=warnings)
@@ -391,7 +437,7 @@ def _resource_request(
     if target.name is not None:
         if method == "PUT":
             dry_run = _dry_run(method, query)
-            body, warnings = _validated_body(request, target, query, "UpdateOptions")
+            body, warnings = _validated_body(server, request, target, query, "UpdateOptions")
             with server.lock, _managing(server, request, query):
                 stored = server._update(
                     target.resource,
@@ -424,6 +470,7 @@ def _resource_request(
                     content_type,
                     target.subresource,
                     dry_run=dry_run,
+                    view=target.view,
                 )
                 return Response(200, stored.json())
         if method == "DELETE" and target.subresource is None:
@@ -503,6 +550,7 @@ def _server_side_apply(
     body = _decode_yaml(_check_size(request.body))  # YAML, of which JSON is a subset
     if not isinstance(body, dict):
         raise st.bad_request("the applied configuration must be an object")
+    body = _to_storage(server, target, body)
     assert target.name is not None
     with server.lock:
         stored, created = server._server_side_apply(

@@ -32,6 +32,7 @@ PREFIXES = [
     "/api/v1/namespaces",
     "/apis/apps/v1/namespaces/default/deployments",
     "/apis/batch/v1/jobs",
+    "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",  # served by conversion
     "/apis",
     "/api",
     "/openapi/v3",

@@ -722,6 +722,29 @@ def test_scale_deployment_writes_through_the_scale_subresource(kubectl: Kubectl,
     assert scale["spec"] == {"replicas": 3}
 
 
+def test_autoscale_writes_v2_and_a_v1_get_reads_the_same_autoscaler(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = api.namespace(f"hpa-{kubectl.tag}")
+    _, plural, _, body = next(row for row in _ALL_CATEGORY if row[1] == "deployments")
+    api.ok("POST", f"/apis/apps/v1/namespaces/{namespace}/{plural}", body)
+    kubectl.ok("autoscale", "deployment", "d", "--max=5", "--cpu-percent=60", "-n", namespace)
+    template = "{.apiVersion} {.spec.targetCPUUtilizationPercentage}"
+    v1 = kubectl.ok(
+        "get",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "d",
+        "-n",
+        namespace,
+        "-o",
+        f"jsonpath={template}",
+    )
+    assert v1 == "autoscaling/v1 60"
+    template = "{.apiVersion} {.spec.metrics[0].resource.target.averageUtilization}"
+    v2 = kubectl.ok("get", "hpa", "d", "-n", namespace, "-o", f"jsonpath={template}")
+    assert v2 == "autoscaling/v2 60"
+
+
 def test_discovery_is_read_as_the_aggregated_document_the_version_asks_for(
     kubectl: Kubectl, api: Api
 ) -> None:

@@ -171,6 +171,31 @@ def test_apps_v1_resources_are_served(server: APIServer, no_sockets: None) -> No
     assert relabelled.metadata.generation == 2  # metadata changes do not bump generation
 
 
+def test_autoscaling_v1_and_v2_clients_share_their_autoscalers(
+    server: APIServer, no_sockets: None
+) -> None:
+    # The client's typed models deserialize each version's own fields.
+    api_client = kubesim.kubernetes_client(server)
+    v1, v2 = client.AutoscalingV1Api(api_client), client.AutoscalingV2Api(api_client)
+    target = {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"}
+    body = client.V1HorizontalPodAutoscaler(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1HorizontalPodAutoscalerSpec(
+            scale_target_ref=target, max_replicas=5, target_cpu_utilization_percentage=60
+        ),
+    )
+    created = v1.create_namespaced_horizontal_pod_autoscaler("default", body)
+    assert created.spec.target_cpu_utilization_percentage == 60
+    stored = v2.read_namespaced_horizontal_pod_autoscaler("web", "default")
+    [metric] = stored.spec.metrics
+    assert (metric.resource.name, metric.resource.target.average_utilization) == ("cpu", 60)
+    v2.patch_namespaced_horizontal_pod_autoscaler("web", "default", {"spec": {"maxReplicas": 7}})
+    [listed] = v1.list_namespaced_horizontal_pod_autoscaler("default").items
+    assert (listed.spec.max_replicas, listed.spec.target_cpu_utilization_percentage) == (7, 60)
+    v1.delete_namespaced_horizontal_pod_autoscaler("web", "default")
+    assert v2.list_namespaced_horizontal_pod_autoscaler("default").items == []
+
+
 def test_the_official_clients_cleanup_and_dry_run_calls_work() -> None:
     # What an end-to-end suite written for a cluster calls to clean up and to check a write.
     server = APIServer(seed=0)

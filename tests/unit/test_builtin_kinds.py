@@ -87,7 +87,7 @@ def test_every_served_kind_is_created_read_listed_watched_and_deleted() -> None:
         name = "kubesim-test"
         start = server.resource_version
         stream = server.watch(
-            resource,
+            resource.stored_as or resource,  # a version served by conversion keeps no objects
             namespace="default" if resource.namespaced else None,
             resource_version=str(start),
         )
