@@ -18,8 +18,9 @@ What a Table looks like follows kube-apiserver:
 
 Columns: pods as kube-apiserver's pod printer (``pkg/printers/internalversion/printers.go``:
 Name, Ready, Status, Restarts, Age, and the ``-o wide`` columns IP, Node, Nominated Node,
-Readiness Gates); every other kind NAME and AGE. Init-container states are not folded into the
-pod STATUS column.
+Readiness Gates); the workload kinds, Services, ConfigMaps, Secrets, Namespaces,
+ServiceAccounts and autoscalers as :mod:`kubesim.server.printers` has them; every other kind
+NAME and AGE. Init-container states are not folded into the pod STATUS column.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _parse_time(text: Any) -> _dt.datetime | None:
+def parse_time(text: Any) -> _dt.datetime | None:
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -163,9 +164,9 @@ def _parse_time(text: Any) -> _dt.datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.timezone.utc)
 
 
-def _since(timestamp: Any, now: _dt.datetime) -> str:
+def since(timestamp: Any, now: _dt.datetime) -> str:
     """printers.go ``translateTimestampSince``: ``<unknown>`` for a missing timestamp."""
-    when = _parse_time(timestamp)
+    when = parse_time(timestamp)
     if when is None:
         return "<unknown>"
     return human_duration((now - when).total_seconds())
@@ -202,7 +203,7 @@ def pod_cells(pod: JSON, now: _dt.datetime) -> list[Any]:
         container = _dict(container)
         count = container.get("restartCount")
         restarts += count if isinstance(count, int) else 0
-        finished = _parse_time(
+        finished = parse_time(
             _dict(_dict(container.get("lastState")).get("terminated")).get("finishedAt")
         )
         if finished is not None and (last_restart is None or finished > last_restart):
@@ -251,7 +252,7 @@ def pod_cells(pod: JSON, now: _dt.datetime) -> list[Any]:
         f"{ready}/{len(_list(spec.get('containers')))}",
         reason,
         restarts_text,
-        _since(metadata.get("creationTimestamp"), now),
+        since(metadata.get("creationTimestamp"), now),
         pod_ip or "<none>",
         spec.get("nodeName") or "<none>",
         status.get("nominatedNodeName") or "<none>",
@@ -261,16 +262,18 @@ def pod_cells(pod: JSON, now: _dt.datetime) -> list[Any]:
 
 def default_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     metadata = _dict(obj.get("metadata"))
-    return [metadata.get("name", ""), _since(metadata.get("creationTimestamp"), now)]
+    return [metadata.get("name", ""), since(metadata.get("creationTimestamp"), now)]
 
 
 _Printer = Callable[[JSON, _dt.datetime], list[Any]]
 
 
 def _printer(resource: ResourceType) -> tuple[list[JSON], _Printer]:
+    from kubesim.server.printers import PRINTERS  # which imports this module's helpers
+
     if resource.group == "" and resource.kind == "Pod":
         return POD_COLUMNS, pod_cells
-    return DEFAULT_COLUMNS, default_cells
+    return PRINTERS.get((resource.group, resource.kind), (DEFAULT_COLUMNS, default_cells))
 
 
 def _row_conditions(resource: ResourceType, obj: JSON) -> list[JSON] | None:

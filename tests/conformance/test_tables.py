@@ -125,12 +125,19 @@ def test_pod_cells_follow_the_container_statuses(api: Endpoint, ns: str) -> None
     assert row["cells"][:4] == ["crashy", "1/2", "CrashLoopBackOff", "5"]
 
 
-def test_other_kinds_get_the_default_name_and_age_table(api: Endpoint, ns: str) -> None:
+def test_config_maps_print_their_key_count_and_kinds_without_a_printer_name_and_age(
+    api: Endpoint, ns: str
+) -> None:
     api.ok("POST", configmaps(ns), configmap("settings"), expect=201)
     table = _table(api, configmaps(ns))
+    assert _column_names(table) == ["Name", "Data", "Age"]
+    [row] = table["rows"]
+    assert row["cells"][:2] == ["settings", len(configmap("settings").get("data", {}))]
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+    api.ok("POST", leases, {"metadata": {"name": "lock"}}, expect=201)
+    table = _table(api, leases)
     assert _column_names(table) == ["Name", "Age"]
-    assert [row["cells"][0] for row in table["rows"]] == ["settings"]
-    assert len(table["rows"][0]["cells"]) == 2
+    assert [row["cells"][0] for row in table["rows"]] == ["lock"]
 
 
 def test_only_v1beta1_asked_gives_a_v1beta1_table_and_plain_json_still_gives_a_list(

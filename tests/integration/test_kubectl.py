@@ -709,6 +709,12 @@ def test_get_all_lists_one_object_of_every_kind_in_the_all_category(
     printed = set(kubectl.ok("get", "all", "-n", namespace, "-o", "name").split())
     expected = {f"{kind}/{body['metadata']['name']}" for _, _, kind, body in _ALL_CATEGORY}
     assert printed == expected  # the ConfigMap is not in "all"
+    # The server's printers give each kind its own columns, as a cluster's do.
+    headers = {
+        line.split()[1] if line.startswith("NAME") else ""
+        for line in kubectl.ok("get", "all", "-n", namespace).splitlines()
+    }
+    assert {"READY", "TYPE", "DESIRED", "STATUS", "SCHEDULE", "REFERENCE"} <= headers
     everywhere = kubectl.ok("get", "all", "-A")
     assert any(namespace in line.split()[:1] for line in everywhere.splitlines())
 

@@ -1,0 +1,478 @@
+"""Table columns of the built-in kinds kubectl users list most, as kube-apiserver prints them.
+
+kube-apiserver answers ``kubectl get`` with a ``Table`` whose columns come from its printers
+(pkg/printers/internalversion/printers.go): ``kubectl get deployments`` shows READY,
+UP-TO-DATE and AVAILABLE because the server says so, whatever the kubectl version. Each entry
+below is one printer: its column definitions (``priority: 1`` columns are the ``-o wide``
+ones) and the function that makes one row's cells from an object. Pods are printed by
+:func:`kubesim.server.tables.pod_cells`; kinds without a printer here get NAME and AGE.
+
+The cells are computed from the object alone and the server's virtual clock, so output is
+deterministic. Column descriptions are short paraphrases of the API's field documentation, not
+the server's exact text (kubectl does not show them).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from typing import Any
+
+from kubesim.server.tables import human_duration, parse_time, since
+
+JSON = dict[str, Any]
+Cells = Callable[[JSON, _dt.datetime], list[Any]]
+
+
+def _column(name: str, description: str, *, kind: str = "string", priority: int = 0) -> JSON:
+    fmt = "name" if name == "Name" else ""
+    return {
+        "name": name,
+        "type": kind,
+        "format": fmt,
+        "description": description,
+        "priority": priority,
+    }
+
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+NAME = _column("Name", "Name must be unique within a namespace.")
+AGE = _column("Age", "CreationTimestamp is the server time when this object was created.")
+CONTAINERS = _column("Containers", "Names of each container in the template.", priority=1)
+IMAGES = _column("Images", "Images referenced by each container in the template.", priority=1)
+SELECTOR = _column("Selector", "Label selector for the pods.", priority=1)
+
+
+def selector_text(selector: Any) -> str:
+    """A LabelSelector as ``metav1.LabelSelectorAsSelector(...).String()`` writes it, or
+    ``<none>`` when it selects everything."""
+    selector = _dict(selector)
+    parts = [f"{k}={v}" for k, v in sorted(_dict(selector.get("matchLabels")).items())]
+    for expression in _list(selector.get("matchExpressions")):
+        expression = _dict(expression)
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(sorted(str(v) for v in _list(expression.get("values"))))
+        if operator == "In":
+            parts.append(f"{key} in ({values})")
+        elif operator == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif operator == "Exists":
+            parts.append(str(key))
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(sorted(parts)) if parts else "<none>"
+
+
+def _map_text(labels: Any) -> str:
+    """labels.FormatLabels: ``k=v,k2=v2`` sorted by key, ``<none>`` when empty."""
+    labels = _dict(labels)
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels)) or "<none>"
+
+
+def _template(obj: JSON, *path: str) -> tuple[str, str]:
+    """The names and images of the pod template's containers, comma-separated."""
+    spec: Any = obj.get("spec")
+    for key in path:
+        spec = _dict(spec).get(key)
+    containers = [_dict(c) for c in _list(_dict(spec).get("containers"))]
+    return (
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+    )
+
+
+def _replicas(obj: JSON) -> int:
+    replicas = _dict(obj.get("spec")).get("replicas")
+    return _int(replicas) if replicas is not None else 1
+
+
+# -- workloads ------------------------------------------------------------------------------------
+
+DEPLOYMENT_COLUMNS = [
+    NAME,
+    _column("Ready", "Number of the pod with ready state."),
+    _column("Up-to-date", "Pods with the desired template spec.", kind="integer"),
+    _column("Available", "Pods ready for at least minReadySeconds.", kind="integer"),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+]
+
+
+def deployment_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    status = _dict(obj.get("status"))
+    names, images = _template(obj, "template", "spec")
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        f"{_int(status.get('readyReplicas'))}/{_replicas(obj)}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+        selector_text(_dict(obj.get("spec")).get("selector")),
+    ]
+
+
+REPLICA_SET_COLUMNS = [
+    NAME,
+    _column("Desired", "Number of desired pods.", kind="integer"),
+    _column("Current", "Number of pods the controller has created.", kind="integer"),
+    _column("Ready", "Number of pods with a Ready condition.", kind="integer"),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+]
+
+
+def replica_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    """ReplicaSets and ReplicationControllers (whose selector is a plain map)."""
+    status, spec = _dict(obj.get("status")), _dict(obj.get("spec"))
+    names, images = _template(obj, "template", "spec")
+    selector = spec.get("selector")
+    is_label_selector = "matchLabels" in _dict(selector) or "matchExpressions" in _dict(selector)
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        _replicas(obj),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+        selector_text(selector) if is_label_selector else _map_text(selector),
+    ]
+
+
+STATEFUL_SET_COLUMNS = [
+    NAME,
+    _column("Ready", "Number of the pod with ready state."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+]
+
+
+def stateful_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    status = _dict(obj.get("status"))
+    names, images = _template(obj, "template", "spec")
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        f"{_int(status.get('readyReplicas'))}/{_replicas(obj)}",
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+    ]
+
+
+DAEMON_SET_COLUMNS = [
+    NAME,
+    _column("Desired", "Nodes that should run the daemon pod.", kind="integer"),
+    _column("Current", "Nodes running at least one daemon pod.", kind="integer"),
+    _column("Ready", "Nodes whose daemon pod is ready.", kind="integer"),
+    _column("Up-to-date", "Nodes running the updated daemon pod.", kind="integer"),
+    _column("Available", "Nodes whose daemon pod is available.", kind="integer"),
+    _column("Node Selector", "The pod template's node selector."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+]
+
+
+def daemon_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    status, spec = _dict(obj.get("status")), _dict(obj.get("spec"))
+    names, images = _template(obj, "template", "spec")
+    template_spec = _dict(_dict(spec.get("template")).get("spec"))
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        _int(status.get("desiredNumberScheduled")),
+        _int(status.get("currentNumberScheduled")),
+        _int(status.get("numberReady")),
+        _int(status.get("updatedNumberScheduled")),
+        _int(status.get("numberAvailable")),
+        _map_text(template_spec.get("nodeSelector")),
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+        selector_text(spec.get("selector")),
+    ]
+
+
+# -- services and configuration -------------------------------------------------------------------
+
+SERVICE_COLUMNS = [
+    NAME,
+    _column("Type", "How the Service is exposed."),
+    _column("Cluster-IP", "The IP address of the service inside the cluster."),
+    _column("External-IP", "IP addresses the service accepts traffic on from outside."),
+    _column("Port(s)", "The ports the service exposes."),
+    AGE,
+    _column("Selector", "The labels of the pods the service routes to.", priority=1),
+]
+
+
+def _service_external_ip(spec: JSON, status: JSON) -> str:
+    kind = spec.get("type") or "ClusterIP"
+    external = [str(ip) for ip in _list(spec.get("externalIPs"))]
+    if kind == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    if kind == "LoadBalancer":
+        ingress = [
+            str(_dict(i).get("ip") or _dict(i).get("hostname") or "")
+            for i in _list(_dict(status.get("loadBalancer")).get("ingress"))
+        ]
+        addresses = [a for a in ingress + external if a]
+        return ",".join(addresses) if addresses else "<pending>"
+    return ",".join(external) if external else "<none>"
+
+
+def _service_ports(spec: JSON) -> str:
+    ports = []
+    for port in _list(spec.get("ports")):
+        port = _dict(port)
+        text = str(port.get("port", ""))
+        if port.get("nodePort"):
+            text += f":{port['nodePort']}"
+        ports.append(f"{text}/{port.get('protocol', 'TCP')}")
+    return ",".join(ports) if ports else "<none>"
+
+
+def service_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        spec.get("type") or "ClusterIP",
+        spec.get("clusterIP") or "<none>",
+        _service_external_ip(spec, status),
+        _service_ports(spec),
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _map_text(spec.get("selector")),
+    ]
+
+
+CONFIG_MAP_COLUMNS = [NAME, _column("Data", "Number of keys.", kind="integer"), AGE]
+
+
+def config_map_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    data = len(_dict(obj.get("data"))) + len(_dict(obj.get("binaryData")))
+    meta = _dict(obj.get("metadata"))
+    return [meta.get("name", ""), data, since(meta.get("creationTimestamp"), now)]
+
+
+SECRET_COLUMNS = [
+    NAME,
+    _column("Type", "The type of the secret."),
+    _column("Data", "Number of keys.", kind="integer"),
+    AGE,
+]
+
+
+def secret_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    meta = _dict(obj.get("metadata"))
+    data = len(_dict(obj.get("data")) | _dict(obj.get("stringData")))
+    return [
+        meta.get("name", ""),
+        obj.get("type") or "Opaque",
+        data,
+        since(meta.get("creationTimestamp"), now),
+    ]
+
+
+NAMESPACE_COLUMNS = [NAME, _column("Status", "The status of the namespace."), AGE]
+
+
+def namespace_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    meta = _dict(obj.get("metadata"))
+    phase = _dict(obj.get("status")).get("phase") or ""
+    return [meta.get("name", ""), phase, since(meta.get("creationTimestamp"), now)]
+
+
+SERVICE_ACCOUNT_COLUMNS = [
+    NAME,
+    _column("Secrets", "Number of secrets the account names.", kind="integer"),
+    AGE,
+]
+
+
+def service_account_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    meta = _dict(obj.get("metadata"))
+    secrets = len(_list(obj.get("secrets")))
+    return [meta.get("name", ""), secrets, since(meta.get("creationTimestamp"), now)]
+
+
+# -- batch ----------------------------------------------------------------------------------------
+
+JOB_COLUMNS = [
+    NAME,
+    _column("Status", "Status of the job."),
+    _column("Completions", "The desired number of successfully finished pods."),
+    _column("Duration", "Time required to complete the job."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+]
+
+
+def _job_status(status: JSON) -> str:
+    """The job's finished or suspended condition, else ``Running``."""
+    true = {
+        _dict(c).get("type")
+        for c in _list(status.get("conditions"))
+        if _dict(c).get("status") == "True"
+    }
+    for condition in ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet", "Suspended"):
+        if condition in true:
+            return condition
+    return "Running"
+
+
+def job_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    succeeded = _int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_int(spec['completions'])}"
+    elif _int(spec.get("parallelism")) > 1:
+        completions = f"{succeeded}/1 of {_int(spec['parallelism'])}"
+    else:
+        completions = f"{succeeded}/1"
+    started, finished = (
+        parse_time(status.get("startTime")),
+        parse_time(status.get("completionTime")),
+    )
+    duration = ""
+    if started is not None:
+        duration = human_duration(((finished or now) - started).total_seconds())
+    names, images = _template(obj, "template", "spec")
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        _job_status(status),
+        completions,
+        duration,
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+        selector_text(spec.get("selector")),
+    ]
+
+
+CRON_JOB_COLUMNS = [
+    NAME,
+    _column("Schedule", "The schedule in Cron format."),
+    _column("Timezone", "The time zone the schedule is read in."),
+    _column("Suspend", "Whether new runs are suspended.", kind="boolean"),
+    _column("Active", "Number of running jobs.", kind="integer"),
+    _column("Last Schedule", "When a job was last scheduled."),
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+]
+
+
+def cron_job_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    job_spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+    names, images = _template({"spec": job_spec}, "template", "spec")
+    last = status.get("lastScheduleTime")
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        spec.get("schedule", ""),
+        spec.get("timeZone") or "<none>",
+        bool(spec.get("suspend")),
+        len(_list(status.get("active"))),
+        since(last, now) if last else "<none>",
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        names,
+        images,
+        selector_text(job_spec.get("selector")),
+    ]
+
+
+# -- autoscaling ----------------------------------------------------------------------------------
+
+HPA_COLUMNS = [
+    NAME,
+    _column("Reference", "The scaled object, as Kind/name."),
+    _column("Targets", "Each metric's current value against its target."),
+    _column("MinPods", "Lower limit of replicas.", kind="integer"),
+    _column("MaxPods", "Upper limit of replicas.", kind="integer"),
+    _column("Replicas", "Current number of replicas.", kind="integer"),
+    AGE,
+]
+
+
+def _hpa_targets(spec: JSON, status: JSON) -> str:
+    current = {
+        (m.get("type"), _dict(m.get("resource")).get("name")): _dict(
+            _dict(m.get("resource")).get("current")
+        )
+        for m in (_dict(x) for x in _list(status.get("currentMetrics")))
+    }
+    texts = []
+    for metric in (_dict(m) for m in _list(spec.get("metrics"))):
+        if metric.get("type") != "Resource":
+            texts.append("<unknown>")
+            continue
+        resource = _dict(metric.get("resource"))
+        target = _dict(resource.get("target"))
+        now = current.get(("Resource", resource.get("name")), {})
+        if target.get("averageUtilization") is not None:
+            have = now.get("averageUtilization")
+            value = f"{'<unknown>' if have is None else f'{have}%'}/{target['averageUtilization']}%"
+        else:
+            have = now.get("averageValue")
+            value = f"{'<unknown>' if have is None else have}/{target.get('averageValue', '')}"
+        texts.append(f"{resource.get('name', '')}: {value}")
+    if not texts:
+        return "<none>"
+    if len(texts) > 2:
+        return f"{', '.join(texts[:2])} + {len(texts) - 2} more..."
+    return ", ".join(texts)
+
+
+def hpa_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    ref = _dict(spec.get("scaleTargetRef"))
+    return [
+        _dict(obj.get("metadata")).get("name", ""),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _hpa_targets(spec, status),
+        _int(spec.get("minReplicas")) or 1,
+        _int(spec.get("maxReplicas")),
+        _int(status.get("currentReplicas")),
+        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+    ]
+
+
+Printer = tuple[list[JSON], Cells]
+
+#: (group, kind) -> (column definitions, cells of one object).
+PRINTERS: dict[tuple[str, str], Printer] = {
+    ("apps", "Deployment"): (DEPLOYMENT_COLUMNS, deployment_cells),
+    ("apps", "ReplicaSet"): (REPLICA_SET_COLUMNS, replica_set_cells),
+    ("", "ReplicationController"): (REPLICA_SET_COLUMNS, replica_set_cells),
+    ("apps", "StatefulSet"): (STATEFUL_SET_COLUMNS, stateful_set_cells),
+    ("apps", "DaemonSet"): (DAEMON_SET_COLUMNS, daemon_set_cells),
+    ("", "Service"): (SERVICE_COLUMNS, service_cells),
+    ("", "ConfigMap"): (CONFIG_MAP_COLUMNS, config_map_cells),
+    ("", "Secret"): (SECRET_COLUMNS, secret_cells),
+    ("", "Namespace"): (NAMESPACE_COLUMNS, namespace_cells),
+    ("", "ServiceAccount"): (SERVICE_ACCOUNT_COLUMNS, service_account_cells),
+    ("batch", "Job"): (JOB_COLUMNS, job_cells),
+    ("batch", "CronJob"): (CRON_JOB_COLUMNS, cron_job_cells),
+    ("autoscaling", "HorizontalPodAutoscaler"): (HPA_COLUMNS, hpa_cells),
+}
