@@ -514,18 +514,44 @@ class _AiohttpShim:
         return getattr(self._real, name)
 
 
+class _SslShim:
+    """Stands in for the ``ssl`` module inside ``kubernetes_asyncio.client.rest``.
+
+    ``RESTClientObject.__init__`` builds a TLS context for its connector with
+    ``ssl.create_default_context(cafile=...)``, which loads the system's CA bundle: about 17 ms
+    of CPU per client, and a store that makes a client per watch (kubespawner's reflector) spent
+    most of a property test there. The in-process session never speaks TLS, so the context
+    here has no default CAs; a ``cafile`` the configuration names is still loaded, so a missing
+    one fails as it would. Everything else is the real module's.
+    """
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def create_default_context(self, purpose: Any = None, *, cafile: Any = None, **_: Any) -> Any:
+        context = self._real.SSLContext(self._real.PROTOCOL_TLS_CLIENT)
+        if cafile is not None:
+            context.load_verify_locations(cafile)
+        return context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 @contextlib.contextmanager
 def _sessions_from(server: APIServer) -> Iterator[None]:
     rest = _require_kubernetes_asyncio().client.rest
-    previous = rest.aiohttp
+    previous, previous_ssl = rest.aiohttp, rest.ssl
     real = previous._real if isinstance(previous, _AiohttpShim) else previous
+    real_ssl = previous_ssl._real if isinstance(previous_ssl, _SslShim) else previous_ssl
     rest.aiohttp = _AiohttpShim(server, real)
+    rest.ssl = _SslShim(real_ssl)
     try:
         yield
     finally:
-        # The previous value, not the real module: blocks nest (a client made for a store
+        # The previous values, not the real modules: blocks nest (a client made for a store
         # inside patch_kubernetes_asyncio must leave the outer patch in place).
-        rest.aiohttp = previous
+        rest.aiohttp, rest.ssl = previous, previous_ssl
 
 
 def kubernetes_asyncio_client(server: APIServer, *, host: str = DEFAULT_HOST) -> Any:

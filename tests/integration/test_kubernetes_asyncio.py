@@ -302,6 +302,30 @@ def test_patch_kubernetes_asyncio_routes_clients_built_inside_the_block(
     assert server.change_listeners == []
 
 
+def test_clients_in_process_load_no_ca_bundle_but_still_the_cafile_they_name(
+    server: APIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # Loading the system's CA bundle cost ~17 ms of CPU per client; stores that make a client
+    # per watch (kubespawner) spent most of a property test there. No in-process request
+    # speaks TLS, so none is loaded; a cafile the configuration names is, so a missing one
+    # still fails as on a real connection.
+    import ssl
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("an in-process client loaded the system's CA bundle")
+
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", refuse)
+    monkeypatch.setattr(ssl.SSLContext, "set_default_verify_paths", refuse)
+    kubesim.kubernetes_asyncio_client(server)
+    configuration = client.Configuration(host="https://kubesim.invalid")
+    configuration.ssl_ca_cert = str(tmp_path / "missing-ca.pem")
+    with kubesim.patch_kubernetes_asyncio(server), pytest.raises(FileNotFoundError):
+        client.ApiClient(configuration)
+    from kubernetes_asyncio.client import rest
+
+    assert rest.ssl is ssl  # restored after the block
+
+
 def test_a_raw_response_has_aiohttps_ok_and_raise_for_status(server: APIServer) -> None:
     async def main(v1: client.CoreV1Api) -> None:
         found = await v1.list_namespaced_pod("default", _preload_content=False)
