@@ -54,6 +54,15 @@ IMAGES = _column("Images", "Images referenced by each container in the template.
 SELECTOR = _column("Selector", "Label selector for the pods.", priority=1)
 
 
+def _name(obj: JSON) -> str:
+    return str(_dict(obj.get("metadata")).get("name", ""))
+
+
+def _age(obj: JSON, now: _dt.datetime) -> str:
+    """The AGE cell: time since creation on the server's clock."""
+    return since(_dict(obj.get("metadata")).get("creationTimestamp"), now)
+
+
 def selector_text(selector: Any) -> str:
     """A LabelSelector as ``metav1.LabelSelectorAsSelector(...).String()`` writes it, or
     ``<none>`` when it selects everything."""
@@ -115,11 +124,11 @@ def deployment_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     status = _dict(obj.get("status"))
     names, images = _template(obj, "template", "spec")
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         f"{_int(status.get('readyReplicas'))}/{_replicas(obj)}",
         _int(status.get("updatedReplicas")),
         _int(status.get("availableReplicas")),
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
         selector_text(_dict(obj.get("spec")).get("selector")),
@@ -145,11 +154,11 @@ def replica_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     selector = spec.get("selector")
     is_label_selector = "matchLabels" in _dict(selector) or "matchExpressions" in _dict(selector)
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         _replicas(obj),
         _int(status.get("replicas")),
         _int(status.get("readyReplicas")),
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
         selector_text(selector) if is_label_selector else _map_text(selector),
@@ -169,9 +178,9 @@ def stateful_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     status = _dict(obj.get("status"))
     names, images = _template(obj, "template", "spec")
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         f"{_int(status.get('readyReplicas'))}/{_replicas(obj)}",
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
     ]
@@ -197,14 +206,14 @@ def daemon_set_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     names, images = _template(obj, "template", "spec")
     template_spec = _dict(_dict(spec.get("template")).get("spec"))
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         _int(status.get("desiredNumberScheduled")),
         _int(status.get("currentNumberScheduled")),
         _int(status.get("numberReady")),
         _int(status.get("updatedNumberScheduled")),
         _int(status.get("numberAvailable")),
         _map_text(template_spec.get("nodeSelector")),
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
         selector_text(spec.get("selector")),
@@ -253,12 +262,12 @@ def _service_ports(spec: JSON) -> str:
 def service_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         spec.get("type") or "ClusterIP",
         spec.get("clusterIP") or "<none>",
         _service_external_ip(spec, status),
         _service_ports(spec),
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         _map_text(spec.get("selector")),
     ]
 
@@ -268,8 +277,7 @@ CONFIG_MAP_COLUMNS = [NAME, _column("Data", "Number of keys.", kind="integer"), 
 
 def config_map_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     data = len(_dict(obj.get("data"))) + len(_dict(obj.get("binaryData")))
-    meta = _dict(obj.get("metadata"))
-    return [meta.get("name", ""), data, since(meta.get("creationTimestamp"), now)]
+    return [_name(obj), data, _age(obj, now)]
 
 
 SECRET_COLUMNS = [
@@ -281,13 +289,12 @@ SECRET_COLUMNS = [
 
 
 def secret_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
-    meta = _dict(obj.get("metadata"))
     data = len(_dict(obj.get("data")) | _dict(obj.get("stringData")))
     return [
-        meta.get("name", ""),
+        _name(obj),
         obj.get("type") or "Opaque",
         data,
-        since(meta.get("creationTimestamp"), now),
+        _age(obj, now),
     ]
 
 
@@ -295,9 +302,8 @@ NAMESPACE_COLUMNS = [NAME, _column("Status", "The status of the namespace."), AG
 
 
 def namespace_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
-    meta = _dict(obj.get("metadata"))
     phase = _dict(obj.get("status")).get("phase") or ""
-    return [meta.get("name", ""), phase, since(meta.get("creationTimestamp"), now)]
+    return [_name(obj), phase, _age(obj, now)]
 
 
 SERVICE_ACCOUNT_COLUMNS = [
@@ -308,9 +314,8 @@ SERVICE_ACCOUNT_COLUMNS = [
 
 
 def service_account_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
-    meta = _dict(obj.get("metadata"))
     secrets = len(_list(obj.get("secrets")))
-    return [meta.get("name", ""), secrets, since(meta.get("creationTimestamp"), now)]
+    return [_name(obj), secrets, _age(obj, now)]
 
 
 # -- batch ----------------------------------------------------------------------------------------
@@ -358,11 +363,11 @@ def job_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
         duration = human_duration(((finished or now) - started).total_seconds())
     names, images = _template(obj, "template", "spec")
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         _job_status(status),
         completions,
         duration,
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
         selector_text(spec.get("selector")),
@@ -389,13 +394,13 @@ def cron_job_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     names, images = _template({"spec": job_spec}, "template", "spec")
     last = status.get("lastScheduleTime")
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         spec.get("schedule", ""),
         spec.get("timeZone") or "<none>",
         bool(spec.get("suspend")),
         len(_list(status.get("active"))),
         since(last, now) if last else "<none>",
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
         names,
         images,
         selector_text(job_spec.get("selector")),
@@ -448,13 +453,13 @@ def hpa_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
     ref = _dict(spec.get("scaleTargetRef"))
     return [
-        _dict(obj.get("metadata")).get("name", ""),
+        _name(obj),
         f"{ref.get('kind', '')}/{ref.get('name', '')}",
         _hpa_targets(spec, status),
         _int(spec.get("minReplicas")) or 1,
         _int(spec.get("maxReplicas")),
         _int(status.get("currentReplicas")),
-        since(_dict(obj.get("metadata")).get("creationTimestamp"), now),
+        _age(obj, now),
     ]
 
 
