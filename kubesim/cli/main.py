@@ -34,6 +34,16 @@ def load_factory(spec: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _node_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 250:
+        raise argparse.ArgumentTypeError(f"expected a node count from 0 to 250, got {text!r}")
+    return value
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -151,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--seed", default="0")
     serve.add_argument("--pods", type=int, default=0, help="pre-populate this many pods")
+    serve.add_argument(
+        "--nodes",
+        type=_node_count,
+        default=1,
+        metavar="N",
+        help="nodes that schedule and start pods, node-0 ... node-N-1 (1; 0 leaves pods Pending)",
+    )
 
     from kubesim.cli.schedule import add_parser as add_schedule
 

@@ -8,11 +8,13 @@ into the ``--kubeconfig`` written for clients.
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import signal
 import sys
 import threading
 import time
 
+from kubesim._core import VirtualClock
 from kubesim.server.apiserver import DEFAULT_HISTORY_WINDOW, APIServer
 from kubesim.transport.http import HTTPTransport, write_kubeconfig
 
@@ -23,20 +25,27 @@ TICK_SECONDS = 0.05
 def cmd_serve(args: argparse.Namespace) -> int:
     from kubesim.cli.main import _seed
 
+    # Virtual time starts at the wall-clock time of start-up, so timestamps are today's and the
+    # ages kubectl computes from them on the client side (`describe`, `get -o yaml`) agree
+    # with the server's AGE column. The seed still decides uids and every other choice.
+    started_at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     api = APIServer(
         seed=_seed(args.seed),
+        clock=VirtualClock(epoch=started_at),
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
         bookmark_interval=args.bookmark_interval,
         # What a cluster does that clients and their tests look for: a `default` ServiceAccount
-        # in every namespace, and managedFields on every object (named after the User-Agent
-        # when the request names no fieldManager).
+        # in every namespace, managedFields on every object (named after the User-Agent when
+        # the request names no fieldManager), and pods that get scheduled and start.
         service_accounts=True,
         field_managers_from_user_agent=True,
+        nodes=args.nodes,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods
 
-        populate_pods(api, api.choices.fork("workload"), pods=args.pods)
+        # Spread over the served nodes, already running (the kubelets leave them as they are).
+        populate_pods(api, api.choices.fork("workload"), pods=args.pods, nodes=max(args.nodes, 1))
     tls_files = None
     try:
         if args.tls:

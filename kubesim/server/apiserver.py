@@ -28,6 +28,7 @@ from kubesim.server import (
     conversion,
     crds,
     defaults,
+    kubelet,
     lifecycle,
     managed_fields,
     service_accounts,
@@ -112,8 +113,11 @@ class APIServer:
     it names one: see :mod:`kubesim.server.service_accounts`), and
     ``field_managers_from_user_agent=True`` records ``managedFields`` for every write over HTTP,
     the manager named by the request's ``fieldManager`` or else its User-Agent; ``kubesim serve``
-    turns both on, for clients and test suites written for a real cluster. Simulations leave
-    them off: each is work on every write that stores under test rarely look at.
+    turns both on, for clients and test suites written for a real cluster. ``nodes=N`` registers
+    N nodes and runs the scheduler and their kubelets, which bind each new pod and start it
+    (``Pending``, then ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs
+    one. Simulations leave all three off: each is work on every write that stores under test
+    rarely look at.
     """
 
     def __init__(
@@ -133,6 +137,7 @@ class APIServer:
         wait_policy: WaitPolicy | None = None,
         service_accounts: bool = False,
         field_managers_from_user_agent: bool = False,
+        nodes: int = 0,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -195,11 +200,16 @@ class APIServer:
         self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
+        self._nodes: kubelet.Nodes | None = None
         # Over HTTP, a write whose request names no fieldManager is managed by its User-Agent
         # (kubesim.server.routes), as on a cluster: every object then has managedFields.
         self.field_managers_from_user_agent = field_managers_from_user_agent
         for name in namespaces:
             self.create(self.namespace_resource, {"metadata": {"name": name}})
+        if nodes:
+            self._nodes = kubelet.Nodes(self, nodes)  # which checks the count
+            with self.lock:
+                self._nodes.register()
         if bookmark_interval is not None:
             self.clock.call_later(bookmark_interval, self._bookmark_tick)
 
@@ -358,6 +368,8 @@ class APIServer:
             crds.sync(self, event)
         if self._service_accounts:
             service_accounts.sync(self, event)
+        if self._nodes is not None:
+            self._nodes.sync(event)
         return stored
 
     def _offer(self, event: Any) -> None:
@@ -532,6 +544,45 @@ class APIServer:
         except PatchError as exc:
             raise st.bad_request(str(exc)) from exc
         return self._update_scale(resource, namespace, name, patched)
+
+    # -- pods/binding (kubesim.server.kubelet) -----------------------------------------------
+    def bind(self, pod: str, node: str, *, namespace: str, dry_run: bool = False) -> JSON:
+        """POST pods/{pod}/binding: assign a pod to ``node``, as the scheduler does. Returns the
+        bound pod. 409 when the pod already has a node or is being deleted."""
+        with self.lock:
+            return deep_copy(
+                self._bind(self.resource("pods"), namespace, pod, node, dry_run=dry_run).obj
+            )
+
+    def _bind(
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        node: str,
+        *,
+        dry_run: bool = False,
+    ) -> Stored:
+        if resource.group != "" or resource.kind != "Pod":
+            raise st.not_found_path()
+        if not node:
+            raise st.bad_request("a binding must name a node")
+        current = self._get(resource, namespace, name)
+        pod = current.obj
+        # assignPod (pkg/registry/core/pod/storage/storage.go): only a pod with no node, and
+        # not one being deleted.
+        if pod["metadata"].get("deletionTimestamp"):
+            why = f"pod {name} is being deleted, cannot be assigned to a host"
+            raise st.conflict("pods/binding", "", name, why)
+        assigned = (pod.get("spec") or {}).get("nodeName")
+        if assigned:
+            raise st.conflict(
+                "pods/binding", "", name, f'pod {name} is already assigned to node "{assigned}"'
+            )
+        bound = kubelet.bind(deep_copy(pod), node, self.clock.timestamp())
+        key = self._key(resource, namespace, name)
+        bound = canonical_object(bound)
+        return self._commit(resource, key, MODIFIED, bound, current, dry_run=dry_run)
 
     def _update(
         self,

@@ -306,6 +306,62 @@ def namespace_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     return [_name(obj), phase, _age(obj, now)]
 
 
+NODE_COLUMNS = [
+    NAME,
+    _column("Status", "The status of the node."),
+    _column("Roles", "The roles of the node."),
+    AGE,
+    _column("Version", "Kubelet Version reported by the node."),
+    _column("Internal-IP", "List of internal IPs attached to the node.", priority=1),
+    _column("External-IP", "List of external IPs attached to the node.", priority=1),
+    _column("OS-Image", "OS image reported by the node.", priority=1),
+    _column("Kernel-Version", "Kernel version reported by the node.", priority=1),
+    _column("Container-Runtime", "Container runtime reported by the node.", priority=1),
+]
+
+# The label prefix a node's roles are read from, and the older single-role label.
+_ROLE_PREFIX = "node-role.kubernetes.io/"
+_ROLE_LABEL = "kubernetes.io/role"
+
+
+def node_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    states = []
+    for condition in _list(status.get("conditions")):
+        condition = _dict(condition)
+        if condition.get("type") == "Ready":
+            states.append("Ready" if condition.get("status") == "True" else "NotReady")
+    if not states:
+        states.append("Unknown")
+    if spec.get("unschedulable"):
+        states.append("SchedulingDisabled")
+    labels = _dict(_dict(obj.get("metadata")).get("labels"))
+    roles = {key[len(_ROLE_PREFIX) :] for key in labels if key.startswith(_ROLE_PREFIX)}
+    if labels.get(_ROLE_LABEL):
+        roles.add(str(labels[_ROLE_LABEL]))
+    roles.discard("")
+    info = _dict(status.get("nodeInfo"))
+
+    def address(kind: str) -> str:
+        for entry in _list(status.get("addresses")):
+            if _dict(entry).get("type") == kind:
+                return str(_dict(entry).get("address", ""))
+        return "<none>"
+
+    return [
+        _name(obj),
+        ",".join(states),
+        ",".join(sorted(roles)) or "<none>",
+        _age(obj, now),
+        str(info.get("kubeletVersion", "")),
+        address("InternalIP"),
+        address("ExternalIP"),
+        str(info.get("osImage") or "<unknown>"),
+        str(info.get("kernelVersion") or "<unknown>"),
+        str(info.get("containerRuntimeVersion") or "<unknown>"),
+    ]
+
+
 SERVICE_ACCOUNT_COLUMNS = [
     NAME,
     _column("Secrets", "Number of secrets the account names.", kind="integer"),
@@ -477,6 +533,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "Secret"): (SECRET_COLUMNS, secret_cells),
     ("", "Namespace"): (NAMESPACE_COLUMNS, namespace_cells),
     ("", "ServiceAccount"): (SERVICE_ACCOUNT_COLUMNS, service_account_cells),
+    ("", "Node"): (NODE_COLUMNS, node_cells),
     ("batch", "Job"): (JOB_COLUMNS, job_cells),
     ("batch", "CronJob"): (CRON_JOB_COLUMNS, cron_job_cells),
     ("autoscaling", "HorizontalPodAutoscaler"): (HPA_COLUMNS, hpa_cells),

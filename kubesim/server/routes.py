@@ -23,6 +23,7 @@ from kubesim.server import (
     conversion,
     discovery,
     field_validation,
+    kubelet,
     managed_fields,
     openapi,
     protobuf,
@@ -310,6 +311,7 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
     if subresource is not None and not (
         (subresource == "status" and resource.status_subresource)
         or (subresource == "scale" and resource.scale_subresource)
+        or (subresource == "binding" and resource.group == "" and resource.kind == "Pod")
     ):
         raise st.not_found_path()
     if resource.stored_as is not None:
@@ -402,6 +404,8 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
                 raise injected
     if target.subresource == "scale":
         return _scale(server, request, target, query)
+    if target.subresource == "binding":
+        return _binding(server, request, target, query)
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -491,6 +495,19 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
 
 
 APPLY_PATCH = "application/apply-patch+yaml"
+
+
+def _binding(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """POST of a Binding: the scheduler's write (see kubesim.server.kubelet). The answer is a
+    success Status with the create's code, as the real handler fills ``code`` in."""
+    assert target.name is not None
+    if request.method != "POST":
+        raise st.method_not_allowed(request.method)
+    dry_run = _dry_run(request.method, query)
+    node = kubelet.binding_target(_decode_json(_check_size(request.body)), target.name)
+    with server.lock, _managing(server, request, query):
+        server._bind(target.resource, target.namespace, target.name, node, dry_run=dry_run)
+    return _json(201, {**st.success(), "code": 201})
 
 
 def _scale(server: APIServer, request: Request, target: _Target, query: Query) -> Response:

@@ -19,6 +19,7 @@ clock, which ``kubesim serve`` advances from the wall clock: assertions check it
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -135,17 +136,31 @@ class Served:
     kubeconfig: Path
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``kubesim serve --port 0 --kubeconfig ...`` on loopback, for the whole module."""
-    workdir = tmp_path_factory.mktemp("kubesim-serve")
+@contextlib.contextmanager
+def _serving(workdir: Path, *extra: str) -> Iterator[Served]:
     kubeconfig = workdir / "kubeconfig"
-    args = ("--host", "127.0.0.1", "--kubeconfig", str(kubeconfig))
+    args = ("--host", "127.0.0.1", "--kubeconfig", str(kubeconfig), *extra)
     with serve(workdir, *args, banner_lines=2, timeout=SERVER_START_TIMEOUT) as banner:
         first, written = banner
         assert first.startswith("kubesim serving at http://127.0.0.1:"), first
         assert written.startswith("kubeconfig written to"), written
         yield Served(Api(first.split()[-1]), kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``kubesim serve --port 0 --kubeconfig ... --nodes 0`` on loopback, for the whole module:
+    an API server alone, as envtest runs one, so the only writes to a test's pods are the
+    test's own (with nodes, the scheduler and the kubelet write to each new pod twice)."""
+    with _serving(tmp_path_factory.mktemp("kubesim-serve"), "--nodes", "0") as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``kubesim serve`` as its users run it: two nodes that schedule and start pods."""
+    with _serving(tmp_path_factory.mktemp("kubesim-cluster"), "--nodes", "2") as served:
+        yield served
 
 
 @pytest.fixture
@@ -206,6 +221,14 @@ def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> K
     home = tmp_path / "home"
     home.mkdir()
     return Kubectl(version, binary, served.kubeconfig, home)
+
+
+@pytest.fixture(params=_binary_params())
+def kubectl_on_nodes(request: pytest.FixtureRequest, cluster: Served, tmp_path: Path) -> Kubectl:
+    version, binary = request.param
+    home = tmp_path / "home"
+    home.mkdir()
+    return Kubectl(version, binary, cluster.kubeconfig, home)
 
 
 def _wait_for(
@@ -761,3 +784,30 @@ def test_discovery_is_read_as_the_aggregated_document_the_version_asks_for(
     fetched = [line for line in done.stderr.splitlines() if " GET " in line or 'verb="GET"' in line]
     assert any("/apis?" in line or line.rstrip().endswith("/apis") for line in fetched), fetched
     assert not [line for line in fetched if "/apis/apps/v1" in line], fetched
+
+
+def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
+    kubectl_on_nodes: Kubectl, cluster: Served
+) -> None:
+    kubectl = kubectl_on_nodes
+    namespace = cluster.api.namespace(f"run-{kubectl.tag}")
+    kubectl.ok("run", "web", "--image=nginx:1.25", "-n", namespace)
+    # The timeout is a hang guard: the kubelet starts the pod half a second after it is bound.
+    kubectl.ok("wait", "--for=condition=Ready", "pod/web", "-n", namespace, "--timeout=60s")
+    header, row = (
+        line.split()
+        for line in kubectl.ok("get", "pods", "-o", "wide", "-n", namespace).splitlines()
+    )
+    assert header[:7] == [*POD_HEADER, "IP", "NODE"], header
+    assert row[:3] == ["web", "1/1", "Running"], row
+    assert row[5].startswith("10.244."), row
+    assert row[6] in ("node-0", "node-1"), row
+    pod = json.loads(kubectl.ok("get", "pod", "web", "-n", namespace, "-o", "json"))
+    assert pod["spec"]["nodeName"] == row[6]
+    assert pod["status"]["containerStatuses"][0]["image"] == "docker.io/library/nginx:1.25"
+    nodes = [line.split() for line in kubectl.ok("get", "nodes").splitlines()]
+    assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert [n[:3] + n[4:] for n in nodes[1:]] == [
+        ["node-0", "Ready", "<none>", "v1.33.0"],
+        ["node-1", "Ready", "<none>", "v1.33.0"],
+    ]

@@ -1,0 +1,364 @@
+"""Nodes, the scheduler and the kubelet (``APIServer(nodes=N)``, one node under ``kubesim
+serve``): a new pod is bound to a node, then started, in writes a watch sees in order; a pod
+no node fits says why; everything drawn is a function of the seed."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import orjson
+import pytest
+
+from kubesim import APIServer
+from kubesim.server import kubelet, printers
+from kubesim.server import status as st
+from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.server.routes import Request, handle
+from kubesim.server.tables import parse_time
+
+JSON = dict[str, Any]
+
+
+def pod(name: str, **spec: Any) -> JSON:
+    containers = spec.pop("containers", [{"name": "main", "image": "busybox"}])
+    return {"metadata": {"name": name}, "spec": {"containers": containers, **spec}}
+
+
+def conditions(obj: JSON) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in obj["status"].get("conditions", [])}
+
+
+def started(server: APIServer) -> None:
+    server.advance(CONTAINER_START_SECONDS)
+
+
+def test_nodes_register_ready_with_a_lease_each_and_none_by_default() -> None:
+    assert APIServer(seed=1).list("nodes") == []
+    server = APIServer(seed=1, nodes=2)
+    nodes = server.list("nodes")
+    assert [n["metadata"]["name"] for n in nodes] == ["node-0", "node-1"]
+    for index, node in enumerate(nodes):
+        assert conditions(node) == {
+            "MemoryPressure": "False",
+            "DiskPressure": "False",
+            "PIDPressure": "False",
+            "Ready": "True",
+        }
+        assert node["spec"]["podCIDR"] == f"10.244.{index}.0/24"
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == node["metadata"]["name"]
+        lease = server.get("leases", node["metadata"]["name"], namespace="kube-node-lease")
+        assert lease["spec"]["holderIdentity"] == node["metadata"]["name"]
+        assert lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+
+
+def test_a_new_pod_is_bound_then_started_in_writes_a_watch_sees_in_order() -> None:
+    server = APIServer(seed=1, nodes=1)
+    stream = server.watch("pods", namespace="default", resource_version=str(server.storage.rv))
+    created = server.create(
+        "pods",
+        pod(
+            "web",
+            initContainers=[{"name": "setup", "image": "registry.k8s.io/pause:3.9"}],
+            containers=[
+                {"name": "app", "image": "nginx:1.25"},
+                {"name": "proxy", "image": "envoyproxy/envoy"},
+            ],
+        ),
+        namespace="default",
+    )
+    # The create answers before the scheduler acts, as on a cluster.
+    assert created["status"] == {"phase": "Pending"}
+    assert "nodeName" not in created["spec"]
+    bound = server.get("pods", "web", namespace="default")
+    assert bound["spec"]["nodeName"] == "node-0"
+    assert conditions(bound) == {"PodScheduled": "True"}
+    assert bound["status"]["phase"] == "Pending"
+    server.advance(CONTAINER_START_SECONDS / 2)
+    assert server.get("pods", "web", namespace="default")["status"]["phase"] == "Pending"
+    server.advance(CONTAINER_START_SECONDS / 2)
+    running = server.get("pods", "web", namespace="default")
+    status = running["status"]
+    assert status["phase"] == "Running"
+    assert conditions(running) == dict.fromkeys(
+        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"],
+        "True",
+    )
+    assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network("10.244.0.0/24")
+    assert status["podIPs"] == [{"ip": status["podIP"]}]
+    assert status["hostIP"] == "172.18.0.2"
+    assert status["qosClass"] == "BestEffort"
+    assert [
+        (c["name"], c["image"], c["ready"], c["started"]) for c in status["containerStatuses"]
+    ] == [
+        ("app", "docker.io/library/nginx:1.25", True, True),
+        ("proxy", "docker.io/envoyproxy/envoy:latest", True, True),
+    ]
+    for container in status["containerStatuses"]:
+        assert set(container["state"]) == {"running"}
+        assert container["containerID"].startswith("containerd://")
+        assert len(container["containerID"]) == len("containerd://") + 64
+    (init,) = status["initContainerStatuses"]
+    assert init["image"] == "registry.k8s.io/pause:3.9"
+    assert init["state"]["terminated"]["reason"] == "Completed"
+    assert init["ready"] is False
+    events = [
+        orjson.loads(line) for chunk in iter(stream.poll, None) for line in chunk.splitlines()
+    ]
+    assert [(e["type"], e["object"]["status"]["phase"]) for e in events] == [
+        ("ADDED", "Pending"),
+        ("MODIFIED", "Pending"),
+        ("MODIFIED", "Running"),
+    ]
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs[1] == rvs[0] + 1  # the binding is the very next write after the create
+    # The kubelet is no client: it owns no fields.
+    assert "managedFields" not in running["metadata"]
+
+
+def test_the_scheduler_spreads_pods_over_the_nodes_with_the_fewest() -> None:
+    server = APIServer(seed=1, nodes=3)
+    server.create("pods", pod("pinned", nodeName="node-0"), namespace="default")
+    placed = []
+    for index in range(5):
+        server.create("pods", pod(f"p{index}"), namespace="default")
+        placed.append(server.get("pods", f"p{index}", namespace="default")["spec"]["nodeName"])
+    # node-0 already runs one: node-1 and node-2 fill first, ties to the first name.
+    assert placed == ["node-1", "node-2", "node-0", "node-1", "node-2"]
+    started(server)
+    ips = [p["status"]["podIP"] for p in server.list("pods", namespace="default")]
+    assert len(set(ips)) == len(ips) == 6
+
+
+def test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits() -> None:
+    server = APIServer(seed=1, nodes=2)
+    server.create("pods", pod("ssd", nodeSelector={"disk": "ssd"}), namespace="default")
+    waiting = server.get("pods", "ssd", namespace="default")
+    (condition,) = waiting["status"]["conditions"]
+    assert condition["type"] == "PodScheduled"
+    assert condition["status"] == "False"
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"].startswith(
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    )
+    rv = waiting["metadata"]["resourceVersion"]
+    # A change to the pod that does not make it fit writes no second condition.
+    server.patch("pods", "ssd", {"metadata": {"labels": {"a": "b"}}}, namespace="default")
+    relabelled = server.get("pods", "ssd", namespace="default")
+    assert int(relabelled["metadata"]["resourceVersion"]) == int(rv) + 1
+    assert relabelled["status"]["conditions"] == waiting["status"]["conditions"]
+    server.patch("nodes", "node-1", {"metadata": {"labels": {"disk": "ssd"}}})
+    bound = server.get("pods", "ssd", namespace="default")
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert conditions(bound) == {"PodScheduled": "True"}
+    started(server)
+    assert server.get("pods", "ssd", namespace="default")["status"]["phase"] == "Running"
+
+
+def test_pods_for_another_scheduler_or_a_missing_node_stay_pending() -> None:
+    server = APIServer(seed=1, nodes=1)
+    server.create("pods", pod("custom", schedulerName="my-scheduler"), namespace="default")
+    server.create("pods", pod("elsewhere", nodeName="node-9"), namespace="default")
+    server.create("pods", pod("direct", nodeName="node-0"), namespace="default")
+    started(server)
+    by_name = {p["metadata"]["name"]: p for p in server.list("pods", namespace="default")}
+    assert by_name["custom"]["status"] == {"phase": "Pending"}
+    assert "nodeName" not in by_name["custom"]["spec"]
+    assert by_name["elsewhere"]["status"] == {"phase": "Pending"}
+    # A pod that names an existing node is started by its kubelet without a binding.
+    assert by_name["direct"]["status"]["phase"] == "Running"
+    assert "PodScheduled" not in conditions(by_name["direct"])
+
+
+def test_a_pod_deleted_or_replaced_before_it_starts_is_not_started_twice() -> None:
+    server = APIServer(seed=1, nodes=1)
+    server.create("pods", pod("gone"), namespace="default")
+    server.delete("pods", "gone", namespace="default")
+    server.create("pods", pod("again"), namespace="default")
+    server.delete("pods", "again", namespace="default")
+    server.advance(CONTAINER_START_SECONDS / 2)
+    server.create("pods", pod("again"), namespace="default")
+    rv = server.storage.rv
+    server.advance(CONTAINER_START_SECONDS / 2)
+    # The first "again"'s timer fires now and finds a different uid: nothing is written.
+    assert server.storage.rv == rv
+    assert server.list("pods", namespace="default")[0]["status"]["phase"] == "Pending"
+    server.advance(CONTAINER_START_SECONDS / 2)
+    assert server.storage.rv == rv + 1
+    assert server.list("pods", namespace="default")[0]["status"]["phase"] == "Running"
+
+
+def test_a_deleted_pod_frees_its_ip_for_the_next() -> None:
+    server = APIServer(seed=1, nodes=1)
+    server.create("pods", pod("a"), namespace="default")
+    server.create("pods", pod("b"), namespace="default")
+    started(server)
+    first = server.get("pods", "a", namespace="default")["status"]["podIP"]
+    assert server.get("pods", "b", namespace="default")["status"]["podIP"] == "10.244.0.3"
+    server.delete("pods", "a", namespace="default")
+    server.create("pods", pod("c"), namespace="default")
+    started(server)
+    assert server.get("pods", "c", namespace="default")["status"]["podIP"] == first
+
+
+def test_a_full_pod_network_leaves_the_pod_pending() -> None:
+    server = APIServer(seed=1, nodes=1)
+    for index in range(255):
+        server.create("pods", pod(f"p{index}", hostNetwork=index == 0), namespace="default")
+    started(server)
+    phases = [p["status"]["phase"] for p in server.list("pods", namespace="default")]
+    # .2 to .254 are 253 addresses, the host-network pod needs none: one of 255 is left over.
+    assert phases.count("Running") == 254
+    assert phases.count("Pending") == 1
+
+
+def test_qos_class_follows_requests_and_limits() -> None:
+    server = APIServer(seed=1, nodes=1)
+
+    def qos(**resources: Any) -> str:
+        name = f"q{server.storage.rv}"
+        containers = [{"name": "c", "image": "x", "resources": resources}]
+        server.create("pods", pod(name, containers=containers), namespace="default")
+        started(server)
+        return str(server.get("pods", name, namespace="default")["status"]["qosClass"])
+
+    both = {"cpu": "1", "memory": "1Gi"}
+    assert qos() == "BestEffort"
+    assert qos(limits=both) == "Guaranteed"  # requests default to limits
+    assert qos(requests=both, limits=both) == "Guaranteed"
+    assert qos(requests={"cpu": "1"}) == "Burstable"
+    assert qos(requests={"cpu": "500m", "memory": "1Gi"}, limits=both) == "Burstable"
+
+
+def test_bind_is_the_schedulers_write_and_refuses_a_second_node() -> None:
+    server = APIServer(seed=1, nodes=2)
+    server.create("pods", pod("mine", schedulerName="mine"), namespace="default")
+    with pytest.raises(st.StatusError) as missing:
+        server.bind("nobody", "node-0", namespace="default")
+    assert missing.value.code == 404
+    dry = server.bind("mine", "node-1", namespace="default", dry_run=True)
+    assert dry["spec"]["nodeName"] == "node-1"
+    assert "nodeName" not in server.get("pods", "mine", namespace="default")["spec"]
+    bound = server.bind("mine", "node-1", namespace="default")
+    assert bound["spec"]["nodeName"] == "node-1"
+    assert conditions(bound) == {"PodScheduled": "True"}
+    with pytest.raises(st.StatusError) as twice:
+        server.bind("mine", "node-0", namespace="default")
+    assert twice.value.code == 409
+    assert twice.value.status["message"] == (
+        'Operation cannot be fulfilled on pods/binding "mine": '
+        'pod mine is already assigned to node "node-1"'
+    )
+    started(server)
+    assert server.get("pods", "mine", namespace="default")["status"]["phase"] == "Running"
+
+
+def call(server: APIServer, method: str, target: str, body: Any = None) -> tuple[int, Any]:
+    data = orjson.dumps(body) if body is not None else b""
+    response = handle(server, Request.from_target(method, target, {}, data))
+    raw = response.body if isinstance(response.body, bytes) else b"".join(response.body)
+    return response.status, orjson.loads(raw)
+
+
+def test_the_binding_subresource_over_the_wire() -> None:
+    server = APIServer(seed=1)  # no nodes: nothing binds the pod but the request
+    server.create("pods", pod("web"), namespace="default")
+    path = "/api/v1/namespaces/default/pods/web/binding"
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}}
+    code, answer = call(server, "POST", path, {**binding, "target": {"kind": "Service"}})
+    assert (code, answer["reason"]) == (422, "Invalid")
+    code, answer = call(
+        server, "POST", path, {**binding, "target": {"kind": "Service", "name": "x"}}
+    )
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    code, answer = call(server, "GET", path)
+    assert (code, answer["reason"]) == (405, "MethodNotAllowed")
+    code, answer = call(server, "POST", path, {**binding, "target": {"kind": "Node", "name": "n"}})
+    assert code == 201
+    assert answer == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
+    assert server.get("pods", "web", namespace="default")["spec"]["nodeName"] == "n"
+    code, answer = call(server, "POST", path, {**binding, "target": {"name": "m"}})
+    assert (code, answer["reason"]) == (409, "Conflict")
+    # Only pods have the subresource.
+    server.create("configmaps", {"metadata": {"name": "web"}}, namespace="default")
+    code, answer = call(
+        server, "POST", "/api/v1/namespaces/default/configmaps/web/binding", binding
+    )
+    assert code == 404
+
+
+def test_the_same_seed_starts_the_same_pods_and_another_seed_other_containers() -> None:
+    def run(seed: int) -> tuple[str, list[str]]:
+        server = APIServer(seed=seed, nodes=2)
+        for index in range(4):
+            server.create("pods", pod(f"p{index}"), namespace="default")
+        started(server)
+        ids = [
+            p["status"]["containerStatuses"][0]["containerID"]
+            for p in server.list("pods", namespace="default")
+        ]
+        return server.trace.hexdigest(), ids
+
+    assert run(7) == run(7)
+    assert run(7)[1] != run(8)[1]
+
+
+def test_node_counts_are_checked() -> None:
+    for bad in (-1, True, 251, "2"):
+        with pytest.raises(ValueError, match="nodes must be an int from 0 to 250"):
+            APIServer(nodes=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("image", "normalized"),
+    [
+        ("busybox", "docker.io/library/busybox:latest"),
+        ("nginx:1.25", "docker.io/library/nginx:1.25"),
+        ("bitnami/redis", "docker.io/bitnami/redis:latest"),
+        ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.9"),
+        ("localhost:5000/app", "localhost:5000/app:latest"),
+        ("ghcr.io/org/app@sha256:" + "a" * 64, "ghcr.io/org/app@sha256:" + "a" * 64),
+    ],
+)
+def test_images_are_reported_as_containerd_names_them(image: str, normalized: str) -> None:
+    assert kubelet.normalized_image(image) == normalized
+    image_id = kubelet.image_id(normalized)
+    repository = normalized.split("@")[0]
+    if "@" not in normalized:
+        repository = repository.rsplit(":", 1)[0]
+    assert image_id.startswith(repository + "@sha256:")
+    assert kubelet.image_id(normalized) == image_id  # the same digest every time
+
+
+def test_nodes_print_status_roles_and_version() -> None:
+    server = APIServer(seed=1, nodes=1)
+    node = server.get("nodes", "node-0")
+    now = parse_time(node["metadata"]["creationTimestamp"])
+    assert now is not None
+    assert printers.node_cells(node, now) == [
+        "node-0",
+        "Ready",
+        "<none>",
+        "0s",
+        "v1.33.0",
+        "172.18.0.2",
+        "<none>",
+        "Debian GNU/Linux 12 (bookworm)",
+        "6.1.0-kubesim",
+        "containerd://2.0.3",
+    ]
+    node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
+    node["metadata"]["labels"]["kubernetes.io/role"] = "edge"
+    node["spec"]["unschedulable"] = True
+    node["status"]["conditions"][-1]["status"] = "Unknown"
+    assert printers.node_cells(node, now)[1:3] == [
+        "NotReady,SchedulingDisabled",
+        "control-plane,edge",
+    ]
+    assert printers.node_cells({"metadata": {"name": "bare"}}, now)[1:3] == ["Unknown", "<none>"]
