@@ -168,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="nodes that schedule and start pods, node-0 ... node-N-1 (1; 0 leaves pods Pending)",
     )
+    serve.add_argument(
+        "--no-controllers",
+        dest="controllers",
+        action="store_false",
+        help="no Deployment/ReplicaSet controllers or garbage collector: with --nodes 0, an API "
+        "server alone, as envtest runs one",
+    )
 
     from kubesim.cli.schedule import add_parser as add_schedule
 

@@ -36,10 +36,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         bookmark_interval=args.bookmark_interval,
         # What a cluster does that clients and their tests look for: a `default` ServiceAccount
         # in every namespace, managedFields on every object (named after the User-Agent when
-        # the request names no fieldManager), and pods that get scheduled and start.
+        # the request names no fieldManager), pods that get scheduled and start, Deployments
+        # that make ReplicaSets that make pods, and owners whose deletion deletes what they own.
         service_accounts=True,
         field_managers_from_user_agent=True,
         nodes=args.nodes,
+        controllers=args.controllers,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods

@@ -32,6 +32,7 @@ from kubesim.server import (
     lifecycle,
     managed_fields,
     service_accounts,
+    workloads,
 )
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
@@ -116,8 +117,9 @@ class APIServer:
     turns both on, for clients and test suites written for a real cluster. ``nodes=N`` registers
     N nodes and runs the scheduler and their kubelets, which bind each new pod and start it
     (``Pending``, then ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs
-    one. Simulations leave all three off: each is work on every write that stores under test
-    rarely look at.
+    one. ``controllers=True`` runs the Deployment and ReplicaSet controllers and the garbage
+    collector (:mod:`kubesim.server.workloads`). Simulations leave all four off: each is work on
+    every write that stores under test rarely look at, and writes a scenario did not ask for.
     """
 
     def __init__(
@@ -138,6 +140,7 @@ class APIServer:
         service_accounts: bool = False,
         field_managers_from_user_agent: bool = False,
         nodes: int = 0,
+        controllers: bool = False,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -201,6 +204,7 @@ class APIServer:
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
         self._nodes: kubelet.Nodes | None = None
+        self._controllers = workloads.Controllers(self) if controllers else None
         # Over HTTP, a write whose request names no fieldManager is managed by its User-Agent
         # (kubesim.server.routes), as on a cluster: every object then has managedFields.
         self.field_managers_from_user_agent = field_managers_from_user_agent
@@ -370,6 +374,8 @@ class APIServer:
             service_accounts.sync(self, event)
         if self._nodes is not None:
             self._nodes.sync(event)
+        if self._controllers is not None:
+            self._controllers.sync(event)
         return stored
 
     def _offer(self, event: Any) -> None:
@@ -460,6 +466,10 @@ class APIServer:
             namespace = self._require_namespace(resource, namespace)
         else:
             namespace = None
+        # Admission refuses an object by the name it was sent with: a generateName prefix
+        # when the server is to make the name (admission runs before the name is generated,
+        # so a refused pod of a ReplicaSet is `pods "web-6d4cf56db6-" is forbidden`).
+        sent_name = str(meta.get("name") or meta.get("generateName") or "")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(str(meta["generateName"]))
         self._invalid_if(resource, obj)
@@ -467,7 +477,7 @@ class APIServer:
         if self.storage.get(resource, key) is not None:
             raise st.already_exists(resource.plural, resource.group, meta["name"])
         if namespace is not None:
-            lifecycle.admit_create(self, resource, namespace, str(meta["name"]))
+            lifecycle.admit_create(self, resource, namespace, sent_name)
         if not _SERVER_OWNED_METADATA.isdisjoint(meta):
             for owned in _SERVER_OWNED_METADATA:  # the server's, whatever the client sent
                 meta.pop(owned, None)
@@ -484,7 +494,7 @@ class APIServer:
         if on_create is not None:
             on_create(obj, self._cluster_ips)
         if self._service_accounts and namespace is not None and kind == ("", "Pod"):
-            service_accounts.admit_pod(self, obj, namespace)  # spec: pod_defaults' copy
+            service_accounts.admit_pod(self, obj, namespace, sent_name)  # pod_defaults' spec
         lifecycle.prepare_for_create(resource, obj)
         obj["metadata"] = canonical_metadata(obj["metadata"])
         return self._commit(resource, key, ADDED, obj, None, dry_run=dry_run, shared=True)

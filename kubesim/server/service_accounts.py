@@ -63,10 +63,11 @@ def ensure_default(server: APIServer, namespace: str) -> None:
         server.field_manager = manager
 
 
-def admit_pod(server: APIServer, pod: JSON, namespace: str) -> None:
+def admit_pod(server: APIServer, pod: JSON, namespace: str, sent_name: str) -> None:
     """A new pod runs as ``spec.serviceAccountName`` (``default`` when it names none), which
     must exist; ``spec.serviceAccount``, the deprecated alias, says the same (the v1 conversion
-    fills it in). ``pod["spec"]`` is the server's own copy."""
+    fills it in). ``pod["spec"]`` is the server's own copy; ``sent_name`` is the name the pod
+    was sent with (its ``generateName`` when the server makes the name), which a refusal names."""
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
@@ -76,7 +77,7 @@ def admit_pod(server: APIServer, pod: JSON, namespace: str) -> None:
         raise st.forbidden(
             "pods",
             "",
-            str(pod.get("metadata", {}).get("name", "")),
+            sent_name,
             f"error looking up service account {namespace}/{name}: "
             f'serviceaccount "{name}" not found',
         )

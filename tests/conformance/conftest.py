@@ -32,7 +32,8 @@ _STARTUP_GUARD_SECONDS = 30.0
 
 @contextmanager
 def serve(*extra_args: str) -> Iterator[Endpoint]:
-    """Run ``kubesim serve --port 0 --seed 1 --nodes 0 <extra_args>`` until the block exits.
+    """Run ``kubesim serve --port 0 --seed 1 --nodes 0 --no-controllers <extra_args>`` until the
+    block exits.
 
     Yields the endpoint parsed from the first stdout line. At exit the process is terminated
     (killed if it lingers) and its stderr is checked for unhandled exceptions: a request
@@ -53,10 +54,11 @@ def serve(*extra_args: str) -> Iterator[Endpoint]:
                 "0",
                 "--seed",
                 "1",
-                # An API server alone, as envtest runs one: no scheduler or kubelet, so the only
-                # writes to a test's pods are the test's own.
+                # An API server alone, as envtest runs one: no scheduler, kubelet or controllers,
+                # so the only writes to a test's objects are the test's own.
                 "--nodes",
                 "0",
+                "--no-controllers",
                 *extra_args,
             ],
             cwd=ROOT,

@@ -149,16 +149,18 @@ def _serving(workdir: Path, *extra: str) -> Iterator[Served]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``kubesim serve --port 0 --kubeconfig ... --nodes 0`` on loopback, for the whole module:
-    an API server alone, as envtest runs one, so the only writes to a test's pods are the
-    test's own (with nodes, the scheduler and the kubelet write to each new pod twice)."""
-    with _serving(tmp_path_factory.mktemp("kubesim-serve"), "--nodes", "0") as served:
+    """``kubesim serve --port 0 --kubeconfig ... --nodes 0 --no-controllers`` on loopback, for
+    the whole module: an API server alone, as envtest runs one, so the only writes to a test's
+    objects are the test's own (the scheduler and the kubelet write to each new pod twice, and
+    a Deployment's controllers make a ReplicaSet and pods)."""
+    args = ("--nodes", "0", "--no-controllers")
+    with _serving(tmp_path_factory.mktemp("kubesim-serve"), *args) as served:
         yield served
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``kubesim serve`` as its users run it: two nodes that schedule and start pods."""
+    """``kubesim serve`` as its users run it (controllers on), with two nodes."""
     with _serving(tmp_path_factory.mktemp("kubesim-cluster"), "--nodes", "2") as served:
         yield served
 
@@ -811,3 +813,28 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
         ["node-0", "Ready", "<none>", "v1.33.0"],
         ["node-1", "Ready", "<none>", "v1.33.0"],
     ]
+
+
+def test_a_deployment_rolls_out_to_ready_pods_and_its_deletion_takes_them_along(
+    kubectl_on_nodes: Kubectl, cluster: Served
+) -> None:
+    kubectl = kubectl_on_nodes
+    namespace = cluster.api.namespace(f"rollout-{kubectl.tag}")
+    n = ("-n", namespace)
+    kubectl.ok("create", "deployment", "web", "--image=nginx:1.25", "--replicas=2", *n)
+    # `rollout status` watches the Deployment until its status says every replica is updated
+    # and available; its timeout is a hang guard.
+    done = kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s", *n)
+    assert 'deployment "web" successfully rolled out' in done
+    kubectl.ok("set", "image", "deployment/web", "nginx=nginx:1.27", *n)
+    kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s", *n)
+    replica_sets = [line.split() for line in kubectl.ok("get", "rs", *n).splitlines()[1:]]
+    assert sorted(rs[1:4] for rs in replica_sets) == [["0", "0", "0"], ["2", "2", "2"]]
+    pods = json.loads(kubectl.ok("get", "pods", "-o", "json", *n))["items"]
+    assert [p["spec"]["containers"][0]["image"] for p in pods] == ["nginx:1.27"] * 2
+    assert all(p["status"]["phase"] == "Running" for p in pods)
+    history = kubectl.ok("rollout", "history", "deployment/web", *n)
+    revisions = [line.split()[0] for line in history.splitlines()[1:] if line.strip()]
+    assert revisions == ["REVISION", "1", "2"], history
+    kubectl.ok("delete", "deployment", "web", *n)
+    assert kubectl.ok("get", "rs,pods", "-o", "name", *n) == ""

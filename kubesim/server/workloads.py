@@ -1,0 +1,581 @@
+"""The Deployment and ReplicaSet controllers, and the garbage collector's cascade.
+
+On a cluster, kube-controller-manager turns a Deployment into a ReplicaSet per pod template
+and each ReplicaSet into pods, and writes back how many are ready; deleting an owner deletes
+what it owns. Tests written for a real cluster wait for these (``kubectl rollout status``,
+a loop on ``status.readyReplicas``), and stores that watch pods see a Deployment's pods come
+and go. kubesim plays the three controllers, without the timing of the real ones:
+
+- **The Deployment controller** (pkg/controller/deployment) names the ReplicaSet of the
+  current template ``{deployment}-{pod-template-hash}`` (FNV-32a of the template, encoded as
+  ``rand.SafeEncodeString`` encodes it), owned by the Deployment, its selector and template
+  labelled with the hash, its revision in ``deployment.kubernetes.io/revision``. A rollout scales
+  the new ReplicaSet to ``spec.replicas`` at once and the old ones to zero once the new one is
+  fully available (``Recreate``: old ones first); ``maxSurge`` and ``maxUnavailable`` steps
+  are not taken. ``status`` sums the ReplicaSets' counts, with the ``Available`` and
+  ``Progressing`` conditions that ``kubectl rollout status`` reads. A paused Deployment only
+  gets its status.
+- **The ReplicaSet controller** (pkg/controller/replicaset) creates pods from the template
+  (``generateName: {replicaset}-``, a controller owner reference) until ``spec.replicas`` run,
+  deletes the surplus (pending before running, newest first), and counts ready ones in
+  ``status``. Orphan pods that match a selector are not adopted; ``minReadySeconds`` is not
+  waited for (a ready pod is available).
+- **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
+  object whose owners are all gone, for any kind. ``propagationPolicy: Orphan`` and
+  ``Foreground`` are not modelled: every delete cascades in the background.
+
+The controllers work like real ones from a queue of keys: each write the server commits queues
+what it concerns (a pod its ReplicaSet, a ReplicaSet its Deployment), and the queue is drained
+right after, under the server's lock, as the next writes. A run stays a function of its seed
+(pod names come from the server's ``generateName`` choices). ``kubesim serve`` runs them;
+simulations do not by default (a scenario writes its own pods).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubesim.server import status as st
+from kubesim.server.encoding import deep_copy, dumps
+from kubesim.server.storage import DELETED, Event, Key
+
+if TYPE_CHECKING:
+    from kubesim.server.apiserver import APIServer
+    from kubesim.server.resources import ResourceType
+
+JSON = dict[str, Any]
+
+POD_TEMPLATE_HASH = "pod-template-hash"
+REVISION = "deployment.kubernetes.io/revision"
+DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
+MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+# A guard against controllers that keep writing to each other (a bug, or a status that never
+# settles): past this many syncs in one drain, the rest stay queued for the next write, as a
+# workqueue's rate limiter would hold them back, and the client's request completes.
+MAX_SYNCS_PER_DRAIN = 10_000
+# rand.SafeEncodeString's alphabet: no vowels (no words) and no look-alike characters.
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def pod_template_hash(template: Any, collision_count: int | None = None) -> str:
+    """The ``pod-template-hash`` of a template: FNV-32a over its canonical JSON (the real
+    controller hashes Go's printing of the struct, so the values differ from a cluster's; the
+    shape and the stability do not), then each decimal digit mapped into the safe alphabet."""
+    data = dumps(template if template is not None else {})
+    if collision_count is not None:
+        data += str(collision_count).encode()
+    value = 0x811C9DC5
+    for byte in data:
+        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[int(digit) % len(_SAFE_ALPHABET)] for digit in str(value))
+
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _controller_of(obj: JSON) -> JSON | None:
+    for ref in _dict(obj.get("metadata")).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def _owner_reference(owner: JSON) -> JSON:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _is_ready(pod: JSON) -> bool:
+    status = _dict(pod.get("status"))
+    return status.get("phase") == "Running" and any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+
+
+def _deleting(obj: JSON) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+class Controllers:
+    """The Deployment and ReplicaSet controllers and the garbage collector of one server."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+        self.pods = server.resource("pods")
+        self.replica_sets = server.resource("replicasets")
+        self.deployments = server.resource("deployments")
+        # Keys to sync, in the order they were queued, without duplicates (a workqueue).
+        self._queue: dict[tuple[str, Key], None] = {}
+        self._draining = False
+        # Owner uid -> the objects whose ownerReferences name it.
+        self._dependents: dict[str, set[tuple[ResourceType, Key]]] = {}
+
+    # -- the queue ------------------------------------------------------------------------
+    def sync(self, event: Event) -> None:
+        """React to one committed write (called by the server, its lock held)."""
+        self._index_owners(event)
+        obj = event.new.obj
+        if event.resource is self.deployments:
+            self._queue[("deployment", event.key)] = None
+        elif event.resource is self.replica_sets:
+            self._queue[("replicaset", event.key)] = None
+            self._queue_controller(event.key[0], obj, "Deployment", "deployment")
+        elif event.resource is self.pods:
+            self._queue_controller(event.key[0], obj, "ReplicaSet", "replicaset")
+        if event.type == DELETED:
+            self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
+        if self._draining:
+            return  # a write made while draining: the loop below picks its keys up
+        self._draining = True
+        try:
+            for _ in range(MAX_SYNCS_PER_DRAIN):
+                if not self._queue:
+                    break
+                kind, key = self._pop()
+                try:
+                    if kind == "deployment":
+                        self._sync_deployment(key)
+                    elif kind == "replicaset":
+                        self._sync_replica_set(key)
+                    else:
+                        self._collect(key[1])
+                except st.StatusError as exc:
+                    # The server refused a controller's write (its object changed or went away
+                    # meanwhile): the client's request that set this off still succeeds, and
+                    # the next write to the object syncs it again, as a requeue would.
+                    self.server.trace.record("controller-refused", kind, key[0], key[1], exc.code)
+        finally:
+            self._draining = False
+
+    def _pop(self) -> tuple[str, Key]:
+        """The key queued first (a dict keeps insertion order; popitem would take the last)."""
+        first = next(iter(self._queue))
+        del self._queue[first]
+        return first
+
+    def _queue_controller(self, namespace: str, obj: JSON, kind: str, queue_kind: str) -> None:
+        ref = _controller_of(obj)
+        if ref is not None and ref.get("kind") == kind and ref.get("name"):
+            self._queue[(queue_kind, (namespace, str(ref["name"])))] = None
+
+    # -- the garbage collector ------------------------------------------------------------
+    def _index_owners(self, event: Event) -> None:
+        refs = _dict(event.new.obj.get("metadata")).get("ownerReferences") or []
+        old_refs: list[Any] = []
+        if event.old is not None:
+            old_refs = _dict(event.old.obj.get("metadata")).get("ownerReferences") or []
+        if not refs and not old_refs:
+            return
+        entry = (event.resource, event.key)
+        for ref in old_refs:
+            if isinstance(ref, dict):
+                self._dependents.get(str(ref.get("uid")), set()).discard(entry)
+        if event.type == DELETED:
+            return
+        for ref in refs:
+            if isinstance(ref, dict) and ref.get("uid"):
+                self._dependents.setdefault(str(ref["uid"]), set()).add(entry)
+
+    def _collect(self, owner_uid: str) -> None:
+        """Delete what ``owner_uid`` owned, unless another owner it names still exists."""
+        for resource, key in sorted(
+            self._dependents.pop(owner_uid, set()), key=lambda e: (e[0].plural, e[1])
+        ):
+            stored = self.server.storage.get(resource, key)
+            if stored is None or _deleting(stored.obj):
+                continue
+            refs = [
+                r
+                for r in stored.obj["metadata"].get("ownerReferences") or []
+                if isinstance(r, dict)
+            ]
+            if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
+                continue
+            try:
+                self.server._delete(resource, key[0] or None, key[1], {})
+            except st.StatusError:
+                continue  # gone meanwhile, or immortal (a namespace): nothing to collect
+
+    def _exists(self, ref: JSON, namespace: str) -> bool:
+        group, _, version = str(ref.get("apiVersion", "")).rpartition("/")
+        for resource in self.server.resources:
+            if (resource.group, resource.version, resource.kind) == (
+                group,
+                version,
+                ref.get("kind"),
+            ):
+                key = (namespace if resource.namespaced else "", str(ref.get("name", "")))
+                stored = self.server.storage.get(resource, key)
+                return stored is not None and stored.obj["metadata"].get("uid") == ref.get("uid")
+        return False
+
+    # -- writes, as a controller makes them -----------------------------------------------
+    def _write(self, write: Any, *args: Any) -> Any:
+        """Make one write with no field manager: the controller's, not the client's whose
+        request caused it."""
+        manager, self.server.field_manager = self.server.field_manager, None
+        try:
+            return write(*args)
+        finally:
+            self.server.field_manager = manager
+
+    def _write_status(self, resource: ResourceType, obj: JSON, status: JSON) -> None:
+        if obj.get("status") == status:
+            return
+        body = {"metadata": {"name": obj["metadata"]["name"]}, "status": status}
+        self._write(
+            self.server._update,
+            resource,
+            obj["metadata"]["namespace"],
+            obj["metadata"]["name"],
+            body,
+            "status",
+        )
+
+    def _owned(self, resource: ResourceType, namespace: str, owner: JSON) -> list[JSON]:
+        uid = owner["metadata"]["uid"]
+        return [
+            stored.obj
+            for _, stored in self.server.storage.items(resource, namespace=namespace)
+            if (_controller_of(stored.obj) or {}).get("uid") == uid
+        ]
+
+    # -- the ReplicaSet controller --------------------------------------------------------
+    def _sync_replica_set(self, key: Key) -> None:
+        stored = self.server.storage.get(self.replica_sets, key)
+        if stored is None or _deleting(stored.obj):
+            return
+        rs = stored.obj
+        spec = _dict(rs.get("spec"))
+        wanted = _int(spec.get("replicas"), 1)
+        pods = [p for p in self._owned(self.pods, key[0], rs) if not _deleting(p)]
+        failure: str | None = None
+        if len(pods) < wanted:
+            for _ in range(wanted - len(pods)):
+                try:
+                    self._write(self.server._create, self.pods, self._pod_from(rs), key[0])
+                except st.StatusError as exc:
+                    failure = str(exc)  # e.g. a namespace being deleted, a missing account
+                    break
+        elif len(pods) > wanted:
+            # getPodsToDelete: unscheduled, then pending, then not ready, then the newest.
+            def rank(pod: JSON) -> tuple[Any, ...]:
+                pod_spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
+                return (
+                    bool(pod_spec.get("nodeName")),
+                    status.get("phase") == "Running",
+                    _is_ready(pod),
+                    _reversed(str(pod["metadata"].get("creationTimestamp", ""))),
+                    _reversed(str(pod["metadata"]["name"])),
+                )
+
+            for pod in sorted(pods, key=rank)[: len(pods) - wanted]:
+                self._write(self.server._delete, self.pods, key[0], pod["metadata"]["name"], {})
+        stored = self.server.storage.get(self.replica_sets, key)
+        if stored is None:
+            return
+        rs = stored.obj
+        pods = [p for p in self._owned(self.pods, key[0], rs) if not _deleting(p)]
+        template_labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
+        ready = sum(1 for p in pods if _is_ready(p))
+        status: JSON = {"replicas": len(pods)}
+        labelled = sum(
+            1
+            for p in pods
+            if all(
+                _dict(p["metadata"].get("labels")).get(k) == v for k, v in template_labels.items()
+            )
+        )
+        for field, count in (
+            ("fullyLabeledReplicas", labelled),
+            ("readyReplicas", ready),
+            ("availableReplicas", ready),
+        ):
+            if count:
+                status[field] = count
+        status["observedGeneration"] = _int(rs["metadata"].get("generation"), 1)
+        if failure is not None:
+            # The ReplicaFailure condition the controller sets when a pod create fails.
+            before = [
+                c
+                for c in _dict(rs.get("status")).get("conditions") or []
+                if isinstance(c, dict) and c.get("type") == "ReplicaFailure"
+            ]
+            status["conditions"] = [
+                {
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "lastTransitionTime": before[0].get("lastTransitionTime")
+                    if before
+                    else self.server.clock.timestamp(),
+                    "reason": "FailedCreate",
+                    "message": failure,
+                }
+            ]
+        self._write_status(self.replica_sets, rs, status)
+
+    def _pod_from(self, rs: JSON) -> JSON:
+        template = deep_copy(_dict(_dict(rs.get("spec")).get("template")))
+        meta = _dict(template.get("metadata"))
+        pod_meta: JSON = {"generateName": f"{rs['metadata']['name']}-"}
+        for field in ("labels", "annotations", "finalizers"):
+            if meta.get(field):
+                pod_meta[field] = meta[field]
+        pod_meta["ownerReferences"] = [_owner_reference(rs)]
+        return {"metadata": pod_meta, "spec": _dict(template.get("spec"))}
+
+    # -- the Deployment controller --------------------------------------------------------
+    def _sync_deployment(self, key: Key) -> None:
+        stored = self.server.storage.get(self.deployments, key)
+        if stored is None or _deleting(stored.obj):
+            return
+        deployment = stored.obj
+        spec = _dict(deployment.get("spec"))
+        wanted = _int(spec.get("replicas"), 1)
+        owned = self._owned(self.replica_sets, key[0], deployment)
+        template = _dict(spec.get("template"))
+        status_in = _dict(deployment.get("status"))
+        collisions = status_in.get("collisionCount")
+        hash_ = pod_template_hash(template, collisions if isinstance(collisions, int) else None)
+        new = next(
+            (
+                rs
+                for rs in owned
+                if _dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
+            ),
+            None,
+        )
+        olds = [rs for rs in owned if rs is not new]
+        created = False
+        if not spec.get("paused"):
+            if _dict(spec.get("strategy")).get("type") == "Recreate":
+                for rs in olds:
+                    self._scale(rs, 0)
+            if new is None:
+                new = self._new_replica_set(deployment, template, hash_, olds, wanted)
+                created = True
+            else:
+                self._scale(new, wanted)
+                new = self._current(self.replica_sets, new)
+            new_status = _dict(new.get("status")) if new is not None else {}
+            if new is not None and _int(new_status.get("availableReplicas")) >= wanted:
+                for rs in olds:
+                    self._scale(rs, 0)
+            self._annotate_revision(key, new)
+        stored = self.server.storage.get(self.deployments, key)
+        if stored is None:
+            return
+        deployment = stored.obj
+        owned = self._owned(self.replica_sets, key[0], deployment)
+        new = next(
+            (
+                rs
+                for rs in owned
+                if _dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
+            ),
+            None,
+        )
+        self._write_status(
+            self.deployments, deployment, self._deployment_status(deployment, owned, new, created)
+        )
+
+    def _current(self, resource: ResourceType, obj: JSON) -> JSON | None:
+        stored = self.server.storage.get(
+            resource, (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        )
+        return stored.obj if stored is not None else None
+
+    def _scale(self, rs: JSON, replicas: int) -> None:
+        current = self._current(self.replica_sets, rs)
+        if current is None or _int(_dict(current.get("spec")).get("replicas"), 1) == replicas:
+            return
+        body = deep_copy(current)
+        body["spec"]["replicas"] = replicas
+        annotations = body["metadata"].setdefault("annotations", {})
+        if replicas:
+            annotations[DESIRED_REPLICAS] = str(replicas)
+        meta = body["metadata"]
+        self._write(
+            self.server._update, self.replica_sets, meta["namespace"], meta["name"], body, None
+        )
+
+    def _new_replica_set(
+        self, deployment: JSON, template: JSON, hash_: str, olds: list[JSON], wanted: int
+    ) -> JSON | None:
+        name = f"{deployment['metadata']['name']}-{hash_}"
+        namespace = deployment["metadata"]["namespace"]
+        revisions = [
+            int(str(_dict(rs["metadata"].get("annotations")).get(REVISION, "0")) or 0)
+            for rs in olds
+            if str(_dict(rs["metadata"].get("annotations")).get(REVISION, "0")).isdigit()
+        ]
+        revision = max(revisions, default=0) + 1
+        new_template = deep_copy(template)
+        template_meta = new_template.setdefault("metadata", {})
+        template_meta["labels"] = {**_dict(template_meta.get("labels")), POD_TEMPLATE_HASH: hash_}
+        selector = deep_copy(_dict(_dict(deployment.get("spec")).get("selector")))
+        selector["matchLabels"] = {**_dict(selector.get("matchLabels")), POD_TEMPLATE_HASH: hash_}
+        spec = _dict(deployment.get("spec"))
+        body: JSON = {
+            "metadata": {
+                "name": name,
+                "labels": template_meta["labels"],
+                "annotations": {
+                    DESIRED_REPLICAS: str(wanted),
+                    MAX_REPLICAS: str(wanted + _surge(spec, wanted)),
+                    REVISION: str(revision),
+                },
+                "ownerReferences": [_owner_reference(deployment)],
+            },
+            "spec": {
+                "replicas": wanted,
+                "minReadySeconds": _int(spec.get("minReadySeconds")),
+                "selector": selector,
+                "template": new_template,
+            },
+        }
+        try:
+            stored = self._write(self.server._create, self.replica_sets, body, namespace)
+        except st.StatusError:
+            return None  # a name taken by an object this Deployment does not own
+        return stored.obj if stored is not None else None
+
+    def _annotate_revision(self, key: Key, new: JSON | None) -> None:
+        if new is None:
+            return
+        revision = _dict(new["metadata"].get("annotations")).get(REVISION)
+        stored = self.server.storage.get(self.deployments, key)
+        if stored is None or revision is None:
+            return
+        annotations = _dict(stored.obj["metadata"].get("annotations"))
+        if annotations.get(REVISION) == revision:
+            return
+        body = deep_copy(stored.obj)
+        body["metadata"]["annotations"] = {**annotations, REVISION: revision}
+        self._write(self.server._update, self.deployments, key[0], key[1], body, None)
+
+    def _deployment_status(
+        self, deployment: JSON, owned: list[JSON], new: JSON | None, created: bool
+    ) -> JSON:
+        spec = _dict(deployment.get("spec"))
+        wanted = _int(spec.get("replicas"), 1)
+        old_status = _dict(deployment.get("status"))
+        counts = [_dict(rs.get("status")) for rs in owned]
+        replicas = sum(_int(s.get("replicas")) for s in counts)
+        ready = sum(_int(s.get("readyReplicas")) for s in counts)
+        available = sum(_int(s.get("availableReplicas")) for s in counts)
+        updated = _int(_dict(new.get("status")).get("replicas")) if new is not None else 0
+        status: JSON = {"observedGeneration": _int(deployment["metadata"].get("generation"), 1)}
+        for field, count in (
+            ("replicas", replicas),
+            ("updatedReplicas", updated),
+            ("readyReplicas", ready),
+            ("availableReplicas", available),
+            ("unavailableReplicas", max(replicas - available, wanted - available, 0)),
+        ):
+            if count:
+                status[field] = count
+        now = self.server.clock.timestamp()
+        previous = {
+            c.get("type"): c for c in old_status.get("conditions") or [] if isinstance(c, dict)
+        }
+
+        def condition(kind: str, true: bool, reason: str, message: str) -> JSON:
+            before = previous.get(kind, {})
+            state = "True" if true else "False"
+            same = before.get("status") == state
+            return {
+                "type": kind,
+                "status": state,
+                "lastUpdateTime": before.get("lastUpdateTime", now)
+                if same and before.get("reason") == reason
+                else now,
+                "lastTransitionTime": before.get("lastTransitionTime", now) if same else now,
+                "reason": reason,
+                "message": message,
+            }
+
+        minimum = wanted - _max_unavailable(spec, wanted)
+        if available >= minimum:
+            availability = condition(
+                "Available",
+                True,
+                "MinimumReplicasAvailable",
+                "Deployment has minimum availability.",
+            )
+        else:
+            availability = condition(
+                "Available",
+                False,
+                "MinimumReplicasUnavailable",
+                "Deployment does not have minimum availability.",
+            )
+        name = new["metadata"]["name"] if new is not None else ""
+        complete = (
+            new is not None and updated == wanted and replicas == updated and available >= wanted
+        )
+        if complete:
+            progress = condition(
+                "Progressing",
+                True,
+                "NewReplicaSetAvailable",
+                f'ReplicaSet "{name}" has successfully progressed.',
+            )
+        elif created:
+            progress = condition(
+                "Progressing", True, "NewReplicaSetCreated", f'Created new replica set "{name}"'
+            )
+        else:
+            progress = condition(
+                "Progressing", True, "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.'
+            )
+        status["conditions"] = [availability, progress]
+        if isinstance(old_status.get("collisionCount"), int):
+            status["collisionCount"] = old_status["collisionCount"]
+        return status
+
+
+def _percent_or_int(value: Any, total: int, *, round_up: bool) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value or "0")
+    if text.endswith("%") and text[:-1].isdigit():
+        scaled = int(text[:-1]) * total
+        return -(-scaled // 100) if round_up else scaled // 100
+    return int(text) if text.isdigit() else 0
+
+
+def _surge(spec: JSON, wanted: int) -> int:
+    strategy = _dict(spec.get("strategy"))
+    if strategy.get("type") == "Recreate":
+        return 0
+    return _percent_or_int(
+        _dict(strategy.get("rollingUpdate")).get("maxSurge", "25%"), wanted, round_up=True
+    )
+
+
+def _max_unavailable(spec: JSON, wanted: int) -> int:
+    strategy = _dict(spec.get("strategy"))
+    if strategy.get("type") == "Recreate":
+        return 0
+    value = _percent_or_int(
+        _dict(strategy.get("rollingUpdate")).get("maxUnavailable", "25%"), wanted, round_up=False
+    )
+    return min(value, wanted)
+
+
+def _reversed(text: str) -> tuple[int, ...]:
+    """A sort key that orders ``text`` descending (the newest first)."""
+    return (*(-ord(c) for c in text), 1)

@@ -1,0 +1,275 @@
+"""The Deployment and ReplicaSet controllers and the garbage collector
+(``APIServer(controllers=True)``, on under ``kubesim serve``): a Deployment becomes a
+ReplicaSet becomes pods, a rollout moves to a new ReplicaSet, status says what is ready, and
+deleting an owner deletes what it owns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesim import APIServer
+from kubesim.server import workloads
+from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.server.workloads import POD_TEMPLATE_HASH, REVISION, pod_template_hash
+
+JSON = dict[str, Any]
+NS = "default"
+
+
+def deployment(
+    name: str = "web", replicas: int = 3, image: str = "nginx:1.25", **spec: Any
+) -> JSON:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "main", "image": image}]},
+            },
+            **spec,
+        },
+    }
+
+
+def names(server: APIServer, plural: str) -> list[str]:
+    return [o["metadata"]["name"] for o in server.list(plural, namespace=NS)]
+
+
+def started(server: APIServer) -> None:
+    server.advance(CONTAINER_START_SECONDS)
+
+
+def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in obj["status"].get("conditions", [])}
+
+
+def test_a_deployment_becomes_a_replica_set_of_pods_that_become_ready() -> None:
+    server = APIServer(seed=1, nodes=2, controllers=True)
+    created = server.create("deployments", deployment(), namespace=NS)
+    template_hash = pod_template_hash(created["spec"]["template"])
+    (rs,) = server.list("replicasets", namespace=NS)
+    assert rs["metadata"]["name"] == f"web-{template_hash}"
+    assert rs["metadata"]["labels"] == {"app": "web", POD_TEMPLATE_HASH: template_hash}
+    assert rs["metadata"]["annotations"][REVISION] == "1"
+    (owner,) = rs["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+        "Deployment",
+        "web",
+        created["metadata"]["uid"],
+        True,
+    )
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", POD_TEMPLATE_HASH: template_hash}
+    pods = server.list("pods", namespace=NS)
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["metadata"]["name"].startswith(f"web-{template_hash}-")
+        assert pod["metadata"]["labels"][POD_TEMPLATE_HASH] == template_hash
+        assert pod["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
+        assert pod["spec"]["nodeName"] in ("node-0", "node-1")
+    waiting = server.get("deployments", "web", namespace=NS)
+    assert waiting["metadata"]["annotations"][REVISION] == "1"
+    assert waiting["status"]["replicas"] == 3
+    assert waiting["status"]["unavailableReplicas"] == 3
+    assert conditions(waiting)["Available"] == ("False", "MinimumReplicasUnavailable")
+    assert conditions(waiting)["Progressing"] == ("True", "ReplicaSetUpdated")
+    started(server)
+    ready = server.get("deployments", "web", namespace=NS)
+    status = ready["status"]
+    assert status["observedGeneration"] == ready["metadata"]["generation"]
+    assert (status["replicas"], status["updatedReplicas"]) == (3, 3)
+    assert (status["readyReplicas"], status["availableReplicas"]) == (3, 3)
+    assert "unavailableReplicas" not in status
+    assert conditions(ready) == {
+        "Available": ("True", "MinimumReplicasAvailable"),
+        "Progressing": ("True", "NewReplicaSetAvailable"),
+    }
+    rs_status = server.get("replicasets", rs["metadata"]["name"], namespace=NS)["status"]
+    assert rs_status == {
+        "replicas": 3,
+        "fullyLabeledReplicas": 3,
+        "readyReplicas": 3,
+        "availableReplicas": 3,
+        "observedGeneration": 1,
+    }
+
+
+def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(replicas=2), namespace=NS)
+    started(server)
+    running = set(names(server, "pods"))
+    server.patch("deployments", "web", {"spec": {"replicas": 4}}, namespace=NS)
+    assert len(names(server, "pods")) == 4
+    server.patch("deployments", "web", {"spec": {"replicas": 2}}, namespace=NS)
+    # The two pods not started yet go first.
+    assert set(names(server, "pods")) == running
+    server.patch("deployments", "web", {"spec": {"replicas": 0}}, namespace=NS)
+    assert names(server, "pods") == []
+    status = server.get("deployments", "web", namespace=NS)["status"]
+    assert "replicas" not in status
+    assert conditions({"status": status})["Progressing"] == ("True", "NewReplicaSetAvailable")
+
+
+def test_a_new_template_rolls_out_to_a_new_replica_set_and_retires_the_old_once_ready() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(replicas=2), namespace=NS)
+    started(server)
+    (old,) = names(server, "replicasets")
+    server.patch(
+        "deployments",
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}},
+        namespace=NS,
+        patch_type="application/strategic-merge-patch+json",
+    )
+    replica_sets = {rs["metadata"]["name"]: rs for rs in server.list("replicasets", namespace=NS)}
+    assert len(replica_sets) == 2
+    (new,) = set(replica_sets) - {old}
+    assert replica_sets[new]["metadata"]["annotations"][REVISION] == "2"
+    # Until the new pods are ready the old ones keep serving.
+    assert len(names(server, "pods")) == 4
+    assert (
+        server.get("deployments", "web", namespace=NS)["metadata"]["annotations"][REVISION] == "2"
+    )
+    started(server)
+    assert server.get("replicasets", old, namespace=NS)["spec"]["replicas"] == 0
+    pods = server.list("pods", namespace=NS)
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:1.27"}
+    assert len(pods) == 2
+    status = server.get("deployments", "web", namespace=NS)["status"]
+    assert (status["replicas"], status["updatedReplicas"], status["availableReplicas"]) == (2, 2, 2)
+
+
+def test_recreate_retires_the_old_pods_before_the_new_ones_are_made() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create(
+        "deployments", deployment(replicas=1, strategy={"type": "Recreate"}), namespace=NS
+    )
+    started(server)
+    (old_pod,) = names(server, "pods")
+    rv = server.storage.rv
+    server.patch(
+        "deployments",
+        "web",
+        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}},
+        namespace=NS,
+        patch_type="application/strategic-merge-patch+json",
+    )
+    stream = server.watch("pods", namespace=NS, resource_version=str(rv))
+    lines = [line for chunk in iter(stream.poll, None) for line in chunk.splitlines()]
+    assert lines[0].startswith(b'{"type":"DELETED"')
+    assert old_pod.encode() in lines[0]
+    assert lines[1].startswith(b'{"type":"ADDED"')
+
+
+def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(), namespace=NS)
+    keeper = server.create("configmaps", {"metadata": {"name": "keeper"}}, namespace=NS)
+    (rs,) = server.list("replicasets", namespace=NS)
+    pod = server.list("pods", namespace=NS)[0]
+    second_owner = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "keeper",
+        "uid": keeper["metadata"]["uid"],
+    }
+    server.patch(
+        "pods",
+        pod["metadata"]["name"],
+        {"metadata": {"ownerReferences": [*pod["metadata"]["ownerReferences"], second_owner]}},
+        namespace=NS,
+    )
+    server.delete("deployments", "web", namespace=NS)
+    assert names(server, "replicasets") == []
+    # Both other pods went with their ReplicaSet; the one a ConfigMap also owns stays.
+    assert names(server, "pods") == [pod["metadata"]["name"]]
+    server.delete("configmaps", "keeper", namespace=NS)
+    assert names(server, "pods") == []
+    del rs
+
+
+def test_a_paused_deployment_makes_no_replica_set_and_controllers_are_off_by_default() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(paused=True), namespace=NS)
+    assert names(server, "replicasets") == []
+    assert server.get("deployments", "web", namespace=NS)["status"]["observedGeneration"] == 1
+    quiet = APIServer(seed=1, nodes=1)
+    quiet.create("deployments", deployment(), namespace=NS)
+    assert names(quiet, "replicasets") == []
+    assert names(quiet, "pods") == []
+
+
+def test_controllers_that_never_settle_are_held_back_and_the_request_completes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = APIServer(seed=1, controllers=True)
+    server.create("deployments", deployment(replicas=1), namespace=NS)
+    writes = server.storage.rv
+    # A status that changes on every sync: each write queues the ReplicaSet again.
+    ticks = iter(range(1_000_000))
+    monkeypatch.setattr(workloads, "_is_ready", lambda pod: next(ticks) % 2 == 0)
+    monkeypatch.setattr(workloads, "MAX_SYNCS_PER_DRAIN", 50)
+    (rs,) = names(server, "replicasets")
+    server.patch("replicasets", rs, {"metadata": {"labels": {"a": "b"}}}, namespace=NS)
+    assert 10 < server.storage.rv - writes < 200
+
+
+def test_the_same_seed_makes_the_same_pods() -> None:
+    def run(seed: int) -> tuple[str, list[str]]:
+        server = APIServer(seed=seed, nodes=2, controllers=True)
+        server.create("deployments", deployment(), namespace=NS)
+        started(server)
+        server.patch("deployments", "web", {"spec": {"replicas": 1}}, namespace=NS)
+        return server.trace.hexdigest(), names(server, "pods")
+
+    assert run(3) == run(3)
+    assert run(3)[1] != run(4)[1]
+
+
+@pytest.mark.parametrize("count", [None, 0, 1])
+def test_the_template_hash_is_stable_safe_and_moved_by_the_collision_count(
+    count: int | None,
+) -> None:
+    template = deployment()["spec"]["template"]
+    value = pod_template_hash(template, count)
+    assert value == pod_template_hash(template, count)
+    assert value
+    assert set(value) <= set("bcdfghjklmnpqrstvwxz2456789")
+    assert len(value) <= 10
+    if count is not None:
+        assert value != pod_template_hash(template, None)
+
+
+def test_a_refused_pod_is_a_replica_failure_not_a_failed_request() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True, service_accounts=True)
+    web = deployment(replicas=2)
+    web["spec"]["template"]["spec"]["serviceAccountName"] = "builder"
+    server.create("deployments", web, namespace=NS)  # the client's write succeeds
+    (rs,) = server.list("replicasets", namespace=NS)
+    (condition,) = rs["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "ReplicaFailure",
+        "True",
+        "FailedCreate",
+    )
+    # Named by the generateName it was sent with, as admission refuses it.
+    assert condition["message"] == (
+        f'pods "{rs["metadata"]["name"]}-" is forbidden: error looking up service account '
+        'default/builder: serviceaccount "builder" not found'
+    )
+    assert names(server, "pods") == []
+    # The next write to the ReplicaSet syncs it again, as the controller's retry would.
+    server.create("serviceaccounts", {"metadata": {"name": "builder"}}, namespace=NS)
+    server.patch(
+        "replicasets", rs["metadata"]["name"], {"metadata": {"labels": {"x": "y"}}}, namespace=NS
+    )
+    assert len(names(server, "pods")) == 2
+    assert (
+        "conditions"
+        not in server.get("replicasets", rs["metadata"]["name"], namespace=NS)["status"]
+    )
