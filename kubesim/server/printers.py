@@ -306,6 +306,68 @@ def namespace_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     return [_name(obj), phase, _age(obj, now)]
 
 
+ENDPOINTS_COLUMNS = [NAME, _column("Endpoints", "Endpoints of the service."), AGE]
+
+
+def _with_more(shown: list[str], count: int, limit: int = 3) -> str:
+    """printers.go listWithMoreString: the first ``limit`` items, then ``+ N more...``."""
+    text = ",".join(shown)
+    if count > limit:
+        return f"{text} + {count - limit} more..."
+    return text or "<unset>"
+
+
+def endpoints_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    """formatEndpoints: ``ip:port`` for each ready address and port, three at most."""
+    subsets = _list(obj.get("subsets"))
+    if not subsets:
+        return [_name(obj), "<none>", _age(obj, now)]
+    shown: list[str] = []
+    count = 0
+    for subset in subsets:
+        subset = _dict(subset)
+        ips = [str(_dict(a).get("ip", "")) for a in _list(subset.get("addresses"))]
+        ports = [_dict(p).get("port") for p in _list(subset.get("ports"))] or [None]
+        for port in ports:
+            count += len(ips)
+            for ip in ips:
+                if len(shown) < 3:
+                    host = f"[{ip}]" if ":" in ip else ip
+                    shown.append(ip if port is None else f"{host}:{port}")
+    text = ",".join(shown)
+    if count > 3:
+        text = f"{text} + {count - 3} more..."
+    return [_name(obj), text, _age(obj, now)]
+
+
+ENDPOINT_SLICE_COLUMNS = [
+    NAME,
+    _column("AddressType", "The type of address carried by the EndpointSlice."),
+    _column("Ports", "Port numbers of the EndpointSlice."),
+    _column("Endpoints", "Addresses of the EndpointSlice."),
+    AGE,
+]
+
+
+def endpoint_slice_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    ports = [_dict(p) for p in _list(obj.get("ports"))]
+    port_text = [
+        str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*") for p in ports
+    ]
+    addresses = [
+        str(a)
+        for endpoint in _list(obj.get("endpoints"))
+        for a in _list(_dict(endpoint).get("addresses"))
+    ]
+    return [
+        _name(obj),
+        str(obj.get("addressType", "")),
+        _with_more(port_text[:3], len(port_text)),
+        _with_more(addresses[:3], len(addresses)),
+        _age(obj, now),
+    ]
+
+
 NODE_COLUMNS = [
     NAME,
     _column("Status", "The status of the node."),
@@ -534,6 +596,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "Namespace"): (NAMESPACE_COLUMNS, namespace_cells),
     ("", "ServiceAccount"): (SERVICE_ACCOUNT_COLUMNS, service_account_cells),
     ("", "Node"): (NODE_COLUMNS, node_cells),
+    ("", "Endpoints"): (ENDPOINTS_COLUMNS, endpoints_cells),
+    ("discovery.k8s.io", "EndpointSlice"): (ENDPOINT_SLICE_COLUMNS, endpoint_slice_cells),
     ("batch", "Job"): (JOB_COLUMNS, job_cells),
     ("batch", "CronJob"): (CRON_JOB_COLUMNS, cron_job_cells),
     ("autoscaling", "HorizontalPodAutoscaler"): (HPA_COLUMNS, hpa_cells),

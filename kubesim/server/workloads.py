@@ -1,4 +1,4 @@
-"""The Deployment and ReplicaSet controllers, and the garbage collector's cascade.
+"""The Deployment, ReplicaSet and endpoints controllers, and the garbage collector's cascade.
 
 On a cluster, kube-controller-manager turns a Deployment into a ReplicaSet per pod template
 and each ReplicaSet into pods, and writes back how many are ready; deleting an owner deletes
@@ -20,6 +20,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
   deletes the surplus (pending before running, newest first), and counts ready ones in
   ``status``. Orphan pods that match a selector are not adopted; ``minReadySeconds`` is not
   waited for (a ready pod is available).
+- **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
+  (:mod:`kubesim.server.endpoints`).
 - **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
   object whose owners are all gone, for any kind. ``propagationPolicy: Orphan`` and
   ``Foreground`` are not modelled: every delete cascades in the background.
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kubesim.server import endpoints
 from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy, dumps
 from kubesim.server.storage import DELETED, Event, Key
@@ -116,6 +119,7 @@ class Controllers:
         self.pods = server.resource("pods")
         self.replica_sets = server.resource("replicasets")
         self.deployments = server.resource("deployments")
+        self.services = server.resource("services")
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -134,6 +138,9 @@ class Controllers:
             self._queue_controller(event.key[0], obj, "Deployment", "deployment")
         elif event.resource is self.pods:
             self._queue_controller(event.key[0], obj, "ReplicaSet", "replicaset")
+            self._queue_services(event)
+        elif event.resource is self.services:
+            self._queue[("service", event.key)] = None
         if event.type == DELETED:
             self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
         if self._draining:
@@ -149,6 +156,8 @@ class Controllers:
                         self._sync_deployment(key)
                     elif kind == "replicaset":
                         self._sync_replica_set(key)
+                    elif kind == "service":
+                        endpoints.sync_service(self.server, self._write, key)
                     else:
                         self._collect(key[1])
                 except st.StatusError as exc:
@@ -169,6 +178,15 @@ class Controllers:
         ref = _controller_of(obj)
         if ref is not None and ref.get("kind") == kind and ref.get("name"):
             self._queue[(queue_kind, (namespace, str(ref["name"])))] = None
+
+    def _queue_services(self, event: Event) -> None:
+        """A pod's change concerns the Services whose selector picks it, before or after."""
+        labels = [_dict(event.new.obj["metadata"].get("labels"))]
+        if event.old is not None:
+            labels.append(_dict(event.old.obj["metadata"].get("labels")))
+        for key, stored in self.server.storage.items(self.services, namespace=event.key[0]):
+            if any(endpoints.selects(stored.obj, each) for each in labels):
+                self._queue[("service", key)] = None
 
     # -- the garbage collector ------------------------------------------------------------
     def _index_owners(self, event: Event) -> None:

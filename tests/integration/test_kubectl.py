@@ -838,3 +838,29 @@ def test_a_deployment_rolls_out_to_ready_pods_and_its_deletion_takes_them_along(
     assert revisions == ["REVISION", "1", "2"], history
     kubectl.ok("delete", "deployment", "web", *n)
     assert kubectl.ok("get", "rs,pods", "-o", "name", *n) == ""
+
+
+def test_an_exposed_deployment_lists_its_ready_pods_as_endpoints(
+    kubectl_on_nodes: Kubectl, cluster: Served
+) -> None:
+    kubectl = kubectl_on_nodes
+    namespace = cluster.api.namespace(f"expose-{kubectl.tag}")
+    n = ("-n", namespace)
+    kubectl.ok("create", "deployment", "web", "--image=nginx", "--replicas=2", "--port=8080", *n)
+    kubectl.ok("expose", "deployment", "web", "--port=80", "--target-port=8080", *n)
+    kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s", *n)
+    pods = json.loads(kubectl.ok("get", "pods", "-o", "json", *n))["items"]
+    ips = sorted(p["status"]["podIP"] for p in pods)
+    header, row = (line.split() for line in kubectl.ok("get", "endpoints", "web", *n).splitlines())
+    assert header == ["NAME", "ENDPOINTS", "AGE"]
+    assert sorted(row[1].split(",")) == [f"{ip}:8080" for ip in ips]
+    header, row = (
+        line.split()
+        for line in kubectl.ok(
+            "get", "endpointslices", "-l", "kubernetes.io/service-name=web", *n
+        ).splitlines()
+    )
+    assert header == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert row[0].startswith("web-")
+    assert row[1:3] == ["IPv4", "8080"]
+    assert sorted(row[3].split(",")) == ips

@@ -140,3 +140,47 @@ def test_configuration_kinds_count_their_keys() -> None:
     namespace = {"metadata": CREATED, "status": {"phase": "Terminating"}}
     assert printers.namespace_cells(namespace, NOW) == ["web", "Terminating", "60m"]
     assert printers.service_account_cells({"metadata": CREATED}, NOW) == ["web", 0, "60m"]
+
+
+def test_endpoints_print_three_addresses_and_how_many_more() -> None:
+    def cells(subsets: Any) -> list[Any]:
+        return printers.endpoints_cells({"metadata": CREATED, "subsets": subsets}, NOW)
+
+    assert names(printers.ENDPOINTS_COLUMNS) == ["Name", "Endpoints", "Age"]
+    assert cells(None) == ["web", "<none>", "60m"]
+    ready = [{"ip": f"10.0.0.{n}"} for n in range(1, 4)]
+    ports = [{"name": "http", "port": 80}, {"name": "tls", "port": 443}]
+    assert cells([{"addresses": ready[:2], "ports": ports[:1]}])[1] == "10.0.0.1:80,10.0.0.2:80"
+    # Two ports of three addresses: six endpoints, three shown.
+    assert cells([{"addresses": ready, "ports": ports}])[1] == (
+        "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 3 more..."
+    )
+    assert cells([{"addresses": [{"ip": "fd00::1"}], "ports": ports[:1]}])[1] == "[fd00::1]:80"
+    assert cells([{"addresses": ready[:1]}])[1] == "10.0.0.1"  # headless, no ports
+    assert cells([{"notReadyAddresses": ready, "ports": ports}])[1] == ""
+
+
+def test_endpoint_slices_print_their_ports_and_addresses() -> None:
+    endpoints = [{"addresses": [f"10.0.0.{n}"]} for n in range(1, 6)]
+    sliced = {
+        "metadata": CREATED,
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 80}, {"name": "named"}],
+        "endpoints": endpoints,
+    }
+    assert names(printers.ENDPOINT_SLICE_COLUMNS) == [
+        "Name",
+        "AddressType",
+        "Ports",
+        "Endpoints",
+        "Age",
+    ]
+    assert printers.endpoint_slice_cells(sliced, NOW) == [
+        "web",
+        "IPv4",
+        "80,named",
+        "10.0.0.1,10.0.0.2,10.0.0.3 + 2 more...",
+        "60m",
+    ]
+    empty = {"metadata": CREATED, "addressType": "IPv4"}
+    assert printers.endpoint_slice_cells(empty, NOW)[2:4] == ["<unset>", "<unset>"]

@@ -107,6 +107,17 @@ def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
     server.patch("deployments", "web", {"spec": {"replicas": 2}}, namespace=NS)
     # The two pods not started yet go first.
     assert set(names(server, "pods")) == running
+    # Of two running pods, the one not ready goes first, whichever is newer.
+    first, second = sorted(running)
+    status = server.get("pods", first, namespace=NS)["status"]
+    for condition in status["conditions"]:
+        if condition["type"] == "Ready":
+            condition["status"] = "False"
+    server.update(
+        "pods", {"metadata": {"name": first}, "status": status}, namespace=NS, subresource="status"
+    )
+    server.patch("deployments", "web", {"spec": {"replicas": 1}}, namespace=NS)
+    assert names(server, "pods") == [second]
     server.patch("deployments", "web", {"spec": {"replicas": 0}}, namespace=NS)
     assert names(server, "pods") == []
     status = server.get("deployments", "web", namespace=NS)["status"]
