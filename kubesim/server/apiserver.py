@@ -830,12 +830,23 @@ class APIServer:
         namespace: str | None = None,
         preconditions: JSON | None = None,
         dry_run: bool = False,
+        grace_period_seconds: int | None = None,
     ) -> JSON:
         """DELETE: immediate, as with a zero grace period, unless finalizers hold the object
-        (a namespace is held by its ``kubernetes`` finalizer until what it holds is gone)."""
+        (a namespace is held by its ``kubernetes`` finalizer until what it holds is gone), or
+        it is a pod on a node this server's kubelets run: that one is marked with its grace
+        period (``grace_period_seconds``, else its ``terminationGracePeriodSeconds``) and its
+        kubelet deletes it once its containers stop (:mod:`kubesim.server.kubelet`)."""
         with self.lock:
             res = self.resource(resource)
-            return self._delete(res, namespace, name, preconditions or {}, dry_run=dry_run)
+            return self._delete(
+                res,
+                namespace,
+                name,
+                preconditions or {},
+                dry_run=dry_run,
+                grace=grace_period_seconds,
+            )
 
     def delete_collection(
         self,
@@ -883,8 +894,10 @@ class APIServer:
         *,
         dry_run: bool = False,
         whole: bool = False,
+        grace: int | None = None,
     ) -> JSON:
-        """``whole``: answer with the object even for kinds whose DELETE answers a Status."""
+        """``whole``: answer with the object even for kinds whose DELETE answers a Status;
+        ``grace``: DeleteOptions' ``gracePeriodSeconds`` (pods on this server's nodes)."""
         key = self._key(resource, namespace, name)
         current = self.storage.get(resource, key)
         if current is None:
@@ -910,9 +923,28 @@ class APIServer:
                 f"UID in object meta: {meta['uid']}",
             )
         lifecycle.admit_delete(resource, name)
+        if self._nodes is not None and resource is self._nodes.pods:
+            period = self._nodes.grace_period(current.obj, grace)
+            if period:
+                marked = self._nodes.mark_terminating(deep_copy(current.obj), period)
+                if marked is None:
+                    return deep_copy(current.obj)  # already terminating, as soon or sooner
+                stored = self._commit(
+                    resource, key, MODIFIED, canonical_object(marked), current, dry_run=dry_run
+                )
+                return deep_copy(stored.obj)
         if meta.get("finalizers") or lifecycle.held_by_spec_finalizers(resource, current.obj):
             if meta.get("deletionTimestamp"):
-                return deep_copy(current.obj)  # already terminating: nothing more to do
+                if not meta.get("deletionGracePeriodSeconds"):
+                    return deep_copy(current.obj)  # already terminating: nothing more to do
+                # A pod in its grace period deleted at once (its kubelet's final DELETE): the
+                # grace period drops to zero, and the finalizers still hold it.
+                shortened = deep_copy(current.obj)
+                shortened["metadata"]["deletionGracePeriodSeconds"] = 0
+                stored = self._commit(
+                    resource, key, MODIFIED, canonical_object(shortened), current, dry_run=dry_run
+                )
+                return deep_copy(stored.obj)
             marked = lifecycle.mark_deleted(resource, deep_copy(current.obj), self.clock)
             stored = self._commit(
                 resource, key, MODIFIED, canonical_object(marked), current, dry_run=dry_run

@@ -6,8 +6,7 @@ object of the same name (pkg/controller/endpoint) and one or more EndpointSlices
 picks: ready ones as addresses, the others as not ready. Service meshes, ingress controllers
 and many caches watch exactly these, so kubesim writes them as pods come, become ready and go.
 
-What is written, for each pod of the namespace that the selector matches, has an IP and is not
-being deleted:
+What is written, for each pod of the namespace that the selector matches and that has an IP:
 
 - **Endpoints**: pods grouped into subsets by the ports they resolve (a named ``targetPort``
   looked up in the pod's container ports; a pod without it is left out of that port), each
@@ -15,7 +14,9 @@ being deleted:
   ``targetRef`` to the pod; the labels are the Service's.
 - **EndpointSlices**: one per port set, ``generateName: {service}-``, owned by the Service,
   labelled ``kubernetes.io/service-name`` and ``endpointslice.kubernetes.io/managed-by``,
-  ``addressType: IPv4``, each endpoint's ``ready``/``serving``/``terminating`` conditions,
+  ``addressType: IPv4``, each endpoint's ``ready``/``serving``/``terminating`` conditions (a
+  pod in its grace period stays, ``terminating`` and not ``ready``, ``serving`` while its
+  containers still run; Endpoints leave it out),
   ``nodeName`` and ``targetRef``; updated in place, and, as the reconciler does, a slice whose
   port set went away is reused for a new one rather than deleted while another is created.
   The 100-endpoints-per-slice split is not modelled (one slice per port set).
@@ -59,6 +60,10 @@ def _ready(pod: JSON) -> bool:
         isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in _dict(pod.get("status")).get("conditions") or []
     )
+
+
+def _terminating(pod: JSON) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _target_port(port: JSON, pod: JSON) -> int | None:
@@ -124,14 +129,15 @@ def sync_service(server: APIServer, write: Write, key: Key) -> None:
         for _, s in server.storage.items(server.resource("pods"), namespace=key[0])
         if selects(service, s.obj["metadata"].get("labels"))
         and _dict(s.obj.get("status")).get("podIP")
-        and not s.obj["metadata"].get("deletionTimestamp")
     ]
     groups: dict[tuple[tuple[str, int, str], ...], list[JSON]] = {}
     for pod in pods:
         ports = _pod_ports(service, pod)
         if ports or not spec.get("ports"):
             groups.setdefault(ports, []).append(pod)
-    _write_endpoints(server, write, key, service, groups, current)
+    # Endpoints leave terminating pods out; slices keep them, marked terminating.
+    live = {ports: [p for p in pods if not _terminating(p)] for ports, pods in groups.items()}
+    _write_endpoints(server, write, key, service, {k: v for k, v in live.items() if v}, current)
     _write_slices(server, write, key, service, groups)
 
 
@@ -253,10 +259,15 @@ def _write_slices(
 def _slice_endpoints(pods: list[JSON]) -> list[JSON]:
     endpoints = []
     for pod in sorted(pods, key=lambda p: _ip_key(p["status"]["podIP"])):
-        ready = _ready(pod)
+        serving = _ready(pod)
+        terminating = _terminating(pod)
         endpoint: JSON = {
             "addresses": [pod["status"]["podIP"]],
-            "conditions": {"ready": ready, "serving": ready, "terminating": False},
+            "conditions": {
+                "ready": serving and not terminating,
+                "serving": serving,
+                "terminating": terminating,
+            },
             "targetRef": _target_ref(pod),
         }
         if pod["spec"].get("nodeName"):

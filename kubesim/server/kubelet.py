@@ -1,9 +1,9 @@
-"""Nodes, the scheduler and the kubelet: pods go from ``Pending`` to ``Running``.
+"""Nodes, the scheduler and the kubelet: pods go from ``Pending`` to ``Running``, and terminate.
 
 Tests written for a real cluster create a pod and wait for it to leave ``Pending`` (``kubectl
 wait --for=condition=Ready``, a loop on ``status.phase``); stores that watch pods see each one
-written three times as it starts. kubesim plays the three components that do this on a cluster,
-with no containers:
+written three times as it starts and three times as it is deleted. kubesim plays the
+components that do this on a cluster, with no containers:
 
 - **Nodes** register themselves as a kubelet does (``node-0`` ... ``node-{n-1}``): ``Ready``,
   with capacity, addresses, ``nodeInfo`` and a ``podCIDR`` each.
@@ -19,12 +19,18 @@ with no containers:
   ``podCIDR``, the five conditions a 1.29+ kubelet reports, and a running, ready status per
   container (init containers ``Completed``). Containers run until the pod is deleted: there is
   no command to exit, no probe to fail and no restart; readiness probes pass at once.
+- **Graceful deletion**: a DELETE of a pod a kubelet here runs marks it (``deletionTimestamp``
+  its grace period ahead: the request's ``gracePeriodSeconds``, else the pod's
+  ``terminationGracePeriodSeconds``); the kubelet stops its containers
+  ``CONTAINER_STOP_SECONDS`` later (or sooner, for a shorter grace period), reports them
+  terminated, and deletes the pod with a zero grace period. A zero grace period, or a pod no
+  kubelet here runs, is deleted at once.
 
-Deletion stays immediate (kubesim does not model graceful deletion), and a deleted node is not
-re-registered. The writes are made under the server's lock, as the next write after the one that
-called for them (or from a timer on the virtual clock), so a simulation that turns nodes on stays
-a function of its seed. ``kubesim serve`` runs one node; simulations run none by default: stores
-under test rarely watch nodes, and a scenario writes pod status itself.
+A deleted node is not re-registered. The writes are made under the server's lock, as the next
+write after the one that called for them (or from a timer on the virtual clock), so a
+simulation that turns nodes on stays a function of its seed. ``kubesim serve`` runs one node;
+simulations run none by default: stores under test rarely watch nodes, and a scenario writes
+pod status itself.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ JSON = dict[str, Any]
 DEFAULT_SCHEDULER = "default-scheduler"
 # Image pull and container start, as a kubelet with the image already pulled takes.
 CONTAINER_START_SECONDS = 0.5
+# How long containers take to stop once their pod is deleted (at most its grace period).
+CONTAINER_STOP_SECONDS = 0.5
+DEFAULT_GRACE_PERIOD_SECONDS = 30
 # What every node reports (a modest machine; nothing here is enforced).
 NODE_CAPACITY = {
     "cpu": "4",
@@ -87,6 +96,8 @@ class Nodes:
         self._ips: dict[str, dict[tuple[str, str], int]] = {}
         # Pods whose containers a kubelet is about to start, by (namespace, name): their uid.
         self._starting: dict[tuple[str, str], str] = {}
+        # Pods a kubelet is stopping, by (namespace, name): their uid and when it deletes them.
+        self._stopping: dict[tuple[str, str], tuple[str, float]] = {}
 
     # -- nodes ----------------------------------------------------------------------------
     def register(self) -> None:
@@ -187,12 +198,16 @@ class Nodes:
         if event.resource is self.pods:
             if event.type == DELETED:
                 self._starting.pop(event.key, None)
+                self._stopping.pop(event.key, None)
                 for ips in self._ips.values():
                     ips.pop(event.key, None)
                 return
             pod = event.new.obj
             spec = pod.get("spec")
-            if not isinstance(spec, dict) or pod["metadata"].get("deletionTimestamp"):
+            if not isinstance(spec, dict):
+                return
+            if pod["metadata"].get("deletionTimestamp"):
+                self._stop_later(event.key, pod)
                 return
             if not spec.get("nodeName"):
                 if spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
@@ -280,11 +295,108 @@ class Nodes:
             pod = stored.obj
             nodes = self._live_nodes()
             node = pod["spec"].get("nodeName")
-            if node not in nodes or not _waiting_to_start(pod):
+            if node not in nodes or not _waiting_to_start(pod) or _terminating(pod):
                 return
             status = self._running_status(key, pod, nodes[node])
             if status is not None:
                 self._write_status(key, status)
+
+    # -- graceful deletion ------------------------------------------------------------------
+    def grace_period(self, pod: JSON, requested: int | None) -> int:
+        """The grace period a DELETE of ``pod`` gets (the pod strategy's CheckGracefulDelete):
+        the one requested, else ``terminationGracePeriodSeconds``; 0, an immediate delete, for
+        a pod no kubelet of this server runs (unscheduled, on another node) or one that has
+        finished. A negative request counts as 1 second."""
+        node = _dict(pod.get("spec")).get("nodeName")
+        phase = _dict(pod.get("status")).get("phase")
+        if not node or node not in self._live_nodes() or phase in ("Succeeded", "Failed"):
+            return 0
+        period = requested
+        if period is None:
+            configured = _dict(pod.get("spec")).get("terminationGracePeriodSeconds")
+            period = DEFAULT_GRACE_PERIOD_SECONDS
+            if isinstance(configured, int) and not isinstance(configured, bool):
+                period = configured
+        return 1 if period < 0 else period
+
+    def mark_terminating(self, pod: JSON, period: int) -> JSON | None:
+        """``pod`` (the server's copy) marked for deletion in ``period`` seconds, or None when
+        it already is, as soon or sooner (a later DELETE may only shorten the grace period)."""
+        meta = pod["metadata"]
+        current = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp") and isinstance(current, int) and current <= period:
+            return None
+        clock = self.server.clock
+        deadline = clock.epoch + _dt.timedelta(seconds=int(clock.now()) + period)
+        meta["deletionTimestamp"] = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta["deletionGracePeriodSeconds"] = period
+        return pod
+
+    def _stop_later(self, key: tuple[str, str], pod: JSON) -> None:
+        """The kubelet stops a terminating pod's containers, then deletes it for good."""
+        if pod["spec"].get("nodeName") not in self._live_nodes():
+            return
+        uid = str(pod["metadata"].get("uid"))
+        period = pod["metadata"].get("deletionGracePeriodSeconds")
+        delay = min(CONTAINER_STOP_SECONDS, period if isinstance(period, int) else 0)
+        when = self.server.clock.now() + delay
+        planned = self._stopping.get(key)
+        if planned is not None and planned[0] == uid and planned[1] <= when:
+            return
+        self._stopping[key] = (uid, when)
+        self.server.clock.call_at(when, lambda: self._stop(key, uid, when))
+
+    def _stop(self, key: tuple[str, str], uid: str, when: float) -> None:
+        with self.server.lock:
+            if self._stopping.get(key) != (uid, when):
+                return  # deleted meanwhile, or a shorter grace period moved the stop
+            del self._stopping[key]
+            stored = self.server.storage.get(self.pods, key)
+            if stored is None or stored.obj["metadata"].get("uid") != uid:
+                return
+            self._write_status(key, self._stopped_status(stored.obj))
+            # The kubelet's own DELETE with a zero grace period: the pod is gone (unless
+            # finalizers still hold it).
+            manager, self.server.field_manager = self.server.field_manager, None
+            try:
+                self.server._delete(self.pods, key[0], key[1], {"uid": uid}, grace=0)
+            except st.StatusError:
+                pass  # deleted by someone else in between: nothing left to do
+            finally:
+                self.server.field_manager = manager
+
+    def _stopped_status(self, pod: JSON) -> JSON:
+        """Containers stopped cleanly (exit 0), the pod terminal, ``Succeeded`` (the kubelet
+        reports a terminal phase for a deleted pod since 1.27), not ready."""
+        now = self.server.clock.timestamp()
+        status = deep_copy(_dict(pod.get("status")))
+        for container in status.get("containerStatuses") or []:
+            if not isinstance(container, dict):
+                continue
+            running = _dict(_dict(container.get("state")).get("running"))
+            container["state"] = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": running.get("startedAt", now),
+                    "finishedAt": now,
+                    "containerID": container.get("containerID", ""),
+                }
+            }
+            container["ready"] = False
+            container["started"] = False
+        for condition in status.get("conditions") or []:
+            if isinstance(condition, dict) and condition.get("type") in (
+                "Ready",
+                "ContainersReady",
+                "PodReadyToStartContainers",
+            ):
+                condition["status"] = "False"
+                condition["lastTransitionTime"] = now
+                if condition["type"] != "PodReadyToStartContainers":
+                    condition["reason"] = "PodCompleted"
+        status["phase"] = "Succeeded" if status.get("containerStatuses") else status.get("phase")
+        return status
 
     def _running_status(self, key: tuple[str, str], pod: JSON, node: JSON) -> JSON | None:
         """The status the kubelet writes once the containers run; None when the node's pod
@@ -432,6 +544,10 @@ def binding_target(binding: Any, pod_name: str) -> str:
 
 def _dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
+
+
+def _terminating(pod: JSON) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _waiting_to_start(pod: JSON) -> bool:

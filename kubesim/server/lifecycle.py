@@ -86,10 +86,14 @@ def held_by_spec_finalizers(resource: ResourceType, obj: JSON) -> bool:
 
 
 def finalized(resource: ResourceType, obj: JSON) -> bool:
-    """Marked for deletion with nothing left to hold it: the update must become a delete."""
+    """Marked for deletion with nothing left to hold it: the update must become a delete.
+    Only at a zero grace period (store.go shouldDeleteDuringUpdate): a pod in its grace period
+    takes status updates from its kubelet until the kubelet deletes it."""
     meta = obj["metadata"]
-    return bool(meta.get("deletionTimestamp")) and not (
-        meta.get("finalizers") or held_by_spec_finalizers(resource, obj)
+    return (
+        bool(meta.get("deletionTimestamp"))
+        and not meta.get("deletionGracePeriodSeconds")
+        and not (meta.get("finalizers") or held_by_spec_finalizers(resource, obj))
     )
 
 

@@ -489,6 +489,7 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
                 namespace=target.namespace,
                 preconditions=preconditions,
                 dry_run=dry_run,
+                grace_period_seconds=_grace_period(query, options),
             )
             return _json(200, result)
     raise st.method_not_allowed(method)
@@ -580,6 +581,20 @@ def _server_side_apply(
             dry_run=dry_run,
         )
         return Response(201 if created else 200, stored.json())
+
+
+def _grace_period(query: Query, options: JSON) -> int | None:
+    """DeleteOptions' ``gracePeriodSeconds``: the body's, else the query's (as the handler
+    decodes the query first and the body over it); a value that is no integer is a 400."""
+    value = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise st.bad_request(f"gracePeriodSeconds must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise st.bad_request(f"gracePeriodSeconds must be an integer, got {value!r}") from None
 
 
 def _delete_options(request: Request) -> JSON:

@@ -138,6 +138,13 @@ class Controllers:
             self._queue_controller(event.key[0], obj, "Deployment", "deployment")
         elif event.resource is self.pods:
             self._queue_controller(event.key[0], obj, "ReplicaSet", "replicaset")
+            # The Deployment controller watches pods too: a Recreate rollout waits for the
+            # old pods to be gone.
+            owner = _controller_of(obj)
+            if owner is not None and owner.get("kind") == "ReplicaSet":
+                rs = self.server.storage.get(self.replica_sets, (event.key[0], str(owner["name"])))
+                if rs is not None:
+                    self._queue_controller(event.key[0], rs.obj, "Deployment", "deployment")
             self._queue_services(event)
         elif event.resource is self.services:
             self._queue[("service", event.key)] = None
@@ -378,10 +385,13 @@ class Controllers:
         olds = [rs for rs in owned if rs is not new]
         created = False
         if not spec.get("paused"):
-            if _dict(spec.get("strategy")).get("type") == "Recreate":
+            recreate = _dict(spec.get("strategy")).get("type") == "Recreate"
+            if recreate:
                 for rs in olds:
                     self._scale(rs, 0)
-            if new is None:
+            if recreate and any(self._owned(self.pods, key[0], rs) for rs in olds):
+                pass  # the new ReplicaSet waits until no old pod is left, terminating or not
+            elif new is None:
                 new = self._new_replica_set(deployment, template, hash_, olds, wanted)
                 created = True
             else:

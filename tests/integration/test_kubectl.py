@@ -807,6 +807,9 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
     pod = json.loads(kubectl.ok("get", "pod", "web", "-n", namespace, "-o", "json"))
     assert pod["spec"]["nodeName"] == row[6]
     assert pod["status"]["containerStatuses"][0]["image"] == "docker.io/library/nginx:1.25"
+    # `delete` waits until the pod is gone: marked, stopped by its kubelet, deleted.
+    assert kubectl.ok("delete", "pod", "web", "-n", namespace) == 'pod "web" deleted\n'
+    assert kubectl.ok("get", "pods", "-o", "name", "-n", namespace) == ""
     nodes = [line.split() for line in kubectl.ok("get", "nodes").splitlines()]
     assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     assert [n[:3] + n[4:] for n in nodes[1:]] == [
@@ -831,13 +834,21 @@ def test_a_deployment_rolls_out_to_ready_pods_and_its_deletion_takes_them_along(
     replica_sets = [line.split() for line in kubectl.ok("get", "rs", *n).splitlines()[1:]]
     assert sorted(rs[1:4] for rs in replica_sets) == [["0", "0", "0"], ["2", "2", "2"]]
     pods = json.loads(kubectl.ok("get", "pods", "-o", "json", *n))["items"]
-    assert [p["spec"]["containers"][0]["image"] for p in pods] == ["nginx:1.27"] * 2
-    assert all(p["status"]["phase"] == "Running" for p in pods)
+    # The old pods may still be terminating, as on a cluster: the serving ones are new.
+    serving = [p for p in pods if "deletionTimestamp" not in p["metadata"]]
+    assert [p["spec"]["containers"][0]["image"] for p in serving] == ["nginx:1.27"] * 2
+    assert all(p["status"]["phase"] == "Running" for p in serving)
     history = kubectl.ok("rollout", "history", "deployment/web", *n)
     revisions = [line.split()[0] for line in history.splitlines()[1:] if line.strip()]
     assert revisions == ["REVISION", "1", "2"], history
     kubectl.ok("delete", "deployment", "web", *n)
-    assert kubectl.ok("get", "rs,pods", "-o", "name", *n) == ""
+    # The garbage collector deletes the ReplicaSets at once; their pods terminate (marked,
+    # stopped by the kubelet half a second later, then deleted), as on a cluster.
+    assert kubectl.ok("get", "rs", "-o", "name", *n) == ""
+    deadline = time.monotonic() + KUBECTL_TIMEOUT  # a hang guard
+    while (left := kubectl.ok("get", "pods", "-o", "name", *n)) and time.monotonic() < deadline:
+        time.sleep(POLL_INTERVAL * 10)
+    assert left == ""
 
 
 def test_an_exposed_deployment_lists_its_ready_pods_as_endpoints(

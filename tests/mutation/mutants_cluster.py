@@ -59,4 +59,22 @@ MUTANTS = [
         tests=[f"{ENDPOINTS}::test_readiness_relabelling_and_deletion_move_the_addresses"],
         why="a pod that is not ready receives traffic",
     ),
+    dict(
+        name="pods-deleted-without-grace",
+        path="kubesim/server/apiserver.py",
+        old="period = self._nodes.grace_period(current.obj, grace)",
+        new="period = 0",
+        tests=[f"{KUBELET}::test_a_running_pod_is_deleted_gracefully_by_its_kubelet"],
+        why="a running pod vanishes at once instead of terminating through its grace period",
+    ),
+    dict(
+        name="terminating-endpoints-not-marked",
+        path="kubesim/server/endpoints.py",
+        old='"terminating": terminating,',
+        new='"terminating": False,',
+        tests=[
+            f"{ENDPOINTS}::test_a_terminating_ready_pod_keeps_serving_until_its_containers_stop"
+        ],
+        why="an endpoint whose pod is going away looks like any other",
+    ),
 ]

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubesim import APIServer
 from kubesim.server.endpoints import MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 
 JSON = dict[str, Any]
 NS = "default"
@@ -101,7 +101,12 @@ def test_readiness_relabelling_and_deletion_move_the_addresses() -> None:
     server.patch("pods", "a", {"metadata": {"labels": {"app": "moved"}}}, namespace=NS)
     assert addresses(server) == ([], ["b"])
     server.delete("pods", "b", namespace=NS)
+    # In its grace period: gone from Endpoints, still in the slice as terminating.
     assert addresses(server) == ([], [])
+    (terminating,) = slices(server)[0]["endpoints"]
+    assert terminating["targetRef"]["name"] == "b"
+    assert terminating["conditions"] == {"ready": False, "serving": False, "terminating": True}
+    server.advance(CONTAINER_STOP_SECONDS)
     assert slices(server)[0]["endpoints"] == []
 
 
@@ -122,7 +127,7 @@ def test_pods_resolving_different_ports_get_a_subset_and_a_slice_each() -> None:
         (9090, ["new"]),
     ]
     assert sorted(s["ports"][0]["port"] for s in slices(server)) == [8080, 9090]
-    server.delete("pods", "new", namespace=NS)
+    server.delete("pods", "new", namespace=NS, grace_period_seconds=0)
     (remaining,) = slices(server)  # the slice of a port set no pod has is deleted
     assert remaining["ports"][0]["port"] == 8080
 
@@ -153,6 +158,19 @@ def test_services_without_a_selector_or_external_names_are_left_alone_and_deleti
     server.delete("services", "web", namespace=NS)
     assert [e["metadata"]["name"] for e in server.list("endpoints", namespace=NS)] == ["manual"]
     assert slices(server) == []  # gone with their owner
+
+
+def test_a_terminating_ready_pod_keeps_serving_until_its_containers_stop() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("services", service(), namespace=NS)
+    server.create("pods", pod("a"), namespace=NS)
+    server.advance(CONTAINER_START_SECONDS)
+    server.delete("pods", "a", namespace=NS)
+    (endpoint,) = slices(server)[0]["endpoints"]
+    assert endpoint["conditions"] == {"ready": False, "serving": True, "terminating": True}
+    assert addresses(server) == ([], [])
+    server.advance(CONTAINER_STOP_SECONDS)
+    assert slices(server)[0]["endpoints"] == []
 
 
 def test_off_by_default() -> None:

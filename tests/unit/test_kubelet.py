@@ -13,7 +13,7 @@ import pytest
 from kubesim import APIServer
 from kubesim.server import kubelet, printers
 from kubesim.server import status as st
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 from kubesim.server.routes import Request, handle
 from kubesim.server.tables import parse_time
 
@@ -172,10 +172,11 @@ def test_pods_for_another_scheduler_or_a_missing_node_stay_pending() -> None:
 
 def test_a_pod_deleted_or_replaced_before_it_starts_is_not_started_twice() -> None:
     server = APIServer(seed=1, nodes=1)
+    # Deleted with a zero grace period: gone at once, no kubelet involved.
     server.create("pods", pod("gone"), namespace="default")
-    server.delete("pods", "gone", namespace="default")
+    server.delete("pods", "gone", namespace="default", grace_period_seconds=0)
     server.create("pods", pod("again"), namespace="default")
-    server.delete("pods", "again", namespace="default")
+    server.delete("pods", "again", namespace="default", grace_period_seconds=0)
     server.advance(CONTAINER_START_SECONDS / 2)
     server.create("pods", pod("again"), namespace="default")
     rv = server.storage.rv
@@ -195,7 +196,7 @@ def test_a_deleted_pod_frees_its_ip_for_the_next() -> None:
     started(server)
     first = server.get("pods", "a", namespace="default")["status"]["podIP"]
     assert server.get("pods", "b", namespace="default")["status"]["podIP"] == "10.244.0.3"
-    server.delete("pods", "a", namespace="default")
+    server.delete("pods", "a", namespace="default", grace_period_seconds=0)
     server.create("pods", pod("c"), namespace="default")
     started(server)
     assert server.get("pods", "c", namespace="default")["status"]["podIP"] == first
@@ -362,3 +363,102 @@ def test_nodes_print_status_roles_and_version() -> None:
         "control-plane,edge",
     ]
     assert printers.node_cells({"metadata": {"name": "bare"}}, now)[1:3] == ["Unknown", "<none>"]
+
+
+def stopped(server: APIServer) -> None:
+    server.advance(CONTAINER_STOP_SECONDS)
+
+
+def test_a_running_pod_is_deleted_gracefully_by_its_kubelet() -> None:
+    server = APIServer(seed=1, nodes=1)
+    server.create("pods", pod("web"), namespace="default")
+    started(server)
+    rv = server.storage.rv
+    answer = server.delete("pods", "web", namespace="default")
+    # The answer is the pod, marked: deleted 30 s from now unless its kubelet is done sooner.
+    created = parse_time(answer["metadata"]["creationTimestamp"])
+    deadline = parse_time(answer["metadata"]["deletionTimestamp"])
+    assert created is not None
+    assert deadline is not None
+    assert (deadline - created).total_seconds() == 30
+    assert answer["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert server.get("pods", "web", namespace="default")["status"]["phase"] == "Running"
+    stopped(server)
+    assert server.list("pods", namespace="default") == []
+    stream = server.watch("pods", namespace="default", resource_version=str(rv))
+    events = [
+        orjson.loads(line) for chunk in iter(stream.poll, None) for line in chunk.splitlines()
+    ]
+    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    final = events[1]["object"]["status"]
+    assert final["phase"] == "Succeeded"
+    (container,) = final["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 0
+    assert container["ready"] is False
+    assert conditions(events[1]["object"])["Ready"] == "False"
+
+
+def test_a_grace_period_can_only_shrink_and_zero_deletes_at_once() -> None:
+    server = APIServer(seed=1, nodes=1)
+    for name in ("slow", "forced", "custom"):
+        server.create("pods", pod(name), namespace="default")
+    server.create("pods", pod("unscheduled", schedulerName="none"), namespace="default")
+    server.delete("pods", "slow", namespace="default", grace_period_seconds=60)
+    again = server.delete("pods", "slow", namespace="default", grace_period_seconds=90)
+    assert again["metadata"]["deletionGracePeriodSeconds"] == 60  # a longer one changes nothing
+    shorter = server.delete("pods", "slow", namespace="default", grace_period_seconds=5)
+    assert shorter["metadata"]["deletionGracePeriodSeconds"] == 5
+    server.delete("pods", "forced", namespace="default", grace_period_seconds=0)
+    server.delete("pods", "unscheduled", namespace="default")  # no kubelet runs it: at once
+    assert [p["metadata"]["name"] for p in server.list("pods", namespace="default")] == [
+        "custom",
+        "slow",
+    ]
+    custom = pod("custom2", terminationGracePeriodSeconds=7)
+    server.create("pods", custom, namespace="default")
+    marked = server.delete("pods", "custom2", namespace="default")
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 7
+    dry = server.delete("pods", "custom", namespace="default", dry_run=True)
+    assert dry["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert "deletionTimestamp" not in server.get("pods", "custom", namespace="default")["metadata"]
+
+
+def test_a_finalizer_holds_a_pod_its_kubelet_has_stopped_until_it_is_removed() -> None:
+    server = APIServer(seed=1, nodes=1)
+    held = pod("held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    server.create("pods", held, namespace="default")
+    started(server)
+    server.delete("pods", "held", namespace="default")
+    stopped(server)
+    stuck = server.get("pods", "held", namespace="default")
+    assert stuck["status"]["phase"] == "Succeeded"
+    assert stuck["metadata"]["deletionGracePeriodSeconds"] == 0
+    server.patch("pods", "held", {"metadata": {"finalizers": None}}, namespace="default")
+    assert server.list("pods", namespace="default") == []
+
+
+def test_a_pod_deleted_before_it_starts_is_never_started() -> None:
+    server = APIServer(seed=1, nodes=1)
+    server.create("pods", pod("web"), namespace="default")
+    server.delete("pods", "web", namespace="default", grace_period_seconds=10)
+    started(server)
+    stopped(server)
+    assert server.list("pods", namespace="default") == []
+
+
+def test_the_grace_period_comes_from_the_body_or_the_query() -> None:
+    server = APIServer(seed=1, nodes=1)
+    for name in ("a", "b", "c"):
+        server.create("pods", pod(name), namespace="default")
+    base = "/api/v1/namespaces/default/pods"
+    code, answer = call(server, "DELETE", f"{base}/a?gracePeriodSeconds=12")
+    assert (code, answer["metadata"]["deletionGracePeriodSeconds"]) == (200, 12)
+    # The body's DeleteOptions win over the query, as the handler decodes the body last.
+    options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+    code, answer = call(server, "DELETE", f"{base}/b?gracePeriodSeconds=12", options)
+    assert code == 200
+    assert [p["metadata"]["name"] for p in server.list("pods", namespace="default")] == ["a", "c"]
+    code, answer = call(server, "DELETE", f"{base}/c?gracePeriodSeconds=soon")
+    assert (code, answer["reason"]) == (400, "BadRequest")
+    assert "gracePeriodSeconds must be an integer" in answer["message"]

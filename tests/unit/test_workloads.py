@@ -11,7 +11,7 @@ import pytest
 
 from kubesim import APIServer
 from kubesim.server import workloads
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 from kubesim.server.workloads import POD_TEMPLATE_HASH, REVISION, pod_template_hash
 
 JSON = dict[str, Any]
@@ -41,6 +41,11 @@ def names(server: APIServer, plural: str) -> list[str]:
 
 def started(server: APIServer) -> None:
     server.advance(CONTAINER_START_SECONDS)
+
+
+def stopped(server: APIServer) -> None:
+    """Long enough for the kubelet to stop what is terminating and delete it."""
+    server.advance(CONTAINER_STOP_SECONDS)
 
 
 def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
@@ -105,7 +110,8 @@ def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
     server.patch("deployments", "web", {"spec": {"replicas": 4}}, namespace=NS)
     assert len(names(server, "pods")) == 4
     server.patch("deployments", "web", {"spec": {"replicas": 2}}, namespace=NS)
-    # The two pods not started yet go first.
+    stopped(server)
+    # The two pods not started yet went first.
     assert set(names(server, "pods")) == running
     # Of two running pods, the one not ready goes first, whichever is newer.
     first, second = sorted(running)
@@ -117,8 +123,12 @@ def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
         "pods", {"metadata": {"name": first}, "status": status}, namespace=NS, subresource="status"
     )
     server.patch("deployments", "web", {"spec": {"replicas": 1}}, namespace=NS)
+    stopped(server)
     assert names(server, "pods") == [second]
     server.patch("deployments", "web", {"spec": {"replicas": 0}}, namespace=NS)
+    # Terminating for the kubelet's stop, then gone.
+    assert server.get("pods", second, namespace=NS)["metadata"]["deletionGracePeriodSeconds"] == 30
+    stopped(server)
     assert names(server, "pods") == []
     status = server.get("deployments", "web", namespace=NS)["status"]
     assert "replicas" not in status
@@ -148,6 +158,7 @@ def test_a_new_template_rolls_out_to_a_new_replica_set_and_retires_the_old_once_
     )
     started(server)
     assert server.get("replicasets", old, namespace=NS)["spec"]["replicas"] == 0
+    stopped(server)
     pods = server.list("pods", namespace=NS)
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {"nginx:1.27"}
     assert len(pods) == 2
@@ -170,11 +181,17 @@ def test_recreate_retires_the_old_pods_before_the_new_ones_are_made() -> None:
         namespace=NS,
         patch_type="application/strategic-merge-patch+json",
     )
+    stopped(server)
     stream = server.watch("pods", namespace=NS, resource_version=str(rv))
     lines = [line for chunk in iter(stream.poll, None) for line in chunk.splitlines()]
-    assert lines[0].startswith(b'{"type":"DELETED"')
-    assert old_pod.encode() in lines[0]
-    assert lines[1].startswith(b'{"type":"ADDED"')
+    kinds = [(line.split(b'"')[3].decode(), old_pod.encode() in line) for line in lines]
+    # The old pod terminates (marked, stopped, deleted); only then is a new one made.
+    assert kinds[:4] == [
+        ("MODIFIED", True),
+        ("MODIFIED", True),
+        ("DELETED", True),
+        ("ADDED", False),
+    ]
 
 
 def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -> None:
@@ -197,9 +214,11 @@ def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -
     )
     server.delete("deployments", "web", namespace=NS)
     assert names(server, "replicasets") == []
+    stopped(server)
     # Both other pods went with their ReplicaSet; the one a ConfigMap also owns stays.
     assert names(server, "pods") == [pod["metadata"]["name"]]
     server.delete("configmaps", "keeper", namespace=NS)
+    stopped(server)
     assert names(server, "pods") == []
     del rs
 
