@@ -172,8 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-controllers",
         dest="controllers",
         action="store_false",
-        help="no Deployment/ReplicaSet controllers or garbage collector: with --nodes 0, an API "
-        "server alone, as envtest runs one",
+        help="no Deployment, ReplicaSet or endpoints controllers and no garbage collector: with "
+        "--nodes 0, an API server alone, as envtest runs one",
     )
 
     from kubesim.cli.schedule import add_parser as add_schedule

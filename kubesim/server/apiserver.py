@@ -117,9 +117,10 @@ class APIServer:
     turns both on, for clients and test suites written for a real cluster. ``nodes=N`` registers
     N nodes and runs the scheduler and their kubelets, which bind each new pod and start it
     (``Pending``, then ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs
-    one. ``controllers=True`` runs the Deployment and ReplicaSet controllers and the garbage
-    collector (:mod:`kubesim.server.workloads`). Simulations leave all four off: each is work on
-    every write that stores under test rarely look at, and writes a scenario did not ask for.
+    one, and deletes their pods gracefully. ``controllers=True`` runs the Deployment, ReplicaSet,
+    Endpoints and EndpointSlice controllers and the garbage collector
+    (:mod:`kubesim.server.workloads`). Simulations leave all four off: each is work on every
+    write that stores under test rarely look at, and writes a scenario did not ask for.
     """
 
     def __init__(

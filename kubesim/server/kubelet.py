@@ -499,6 +499,53 @@ class Nodes:
             self.server.field_manager = manager
 
 
+def container_log(
+    pod: JSON, container: str | None, previous: bool, kubelets: Nodes | None
+) -> bytes:
+    """GET pods/{name}/log: what the container printed, which is nothing (there is no process;
+    ``follow`` ends at once, as for a container that exited). The refusals are the API
+    server's and the kubelet's (pkg/registry/core/pod/strategy.go LogLocation, and
+    kuberuntime's messages), all 400 Bad Request."""
+    name = pod["metadata"]["name"]
+    spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
+    containers = [str(_dict(c).get("name")) for c in spec.get("containers") or []]
+    init = [str(_dict(c).get("name")) for c in spec.get("initContainers") or []]
+    if not container:
+        if len(containers) != 1:
+            message = (
+                f"a container name must be specified for pod {name}, "
+                f"choose one of: [{' '.join(containers)}]"
+            )
+            if init:
+                message += f" or one of the init containers: [{' '.join(init)}]"
+            raise st.bad_request(message)
+        container = containers[0]
+    if container not in containers and container not in init:
+        raise st.bad_request(f"container {container} is not valid for pod {name}")
+    node = spec.get("nodeName")
+    if not node:
+        raise st.bad_request(f"pod {name} does not have a host assigned")
+    if kubelets is None or node not in kubelets._live_nodes():
+        # No kubelet of this server runs there: the API server finds no node to ask.
+        raise st.not_found("nodes", "", str(node))
+    statuses = status.get(
+        "containerStatuses" if container in containers else "initContainerStatuses"
+    )
+    state = next(
+        (_dict(s).get("state") for s in statuses or [] if _dict(s).get("name") == container),
+        None,
+    )
+    if not state:
+        raise st.bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+        )
+    if previous:
+        raise st.bad_request(
+            f'previous terminated container "{container}" in pod "{name}" not found'
+        )
+    return b""
+
+
 def bind(pod: JSON, node: str, now: str) -> JSON:
     """The pod as a binding to ``node`` leaves it: ``spec.nodeName`` set and ``PodScheduled``
     true (``assignPod``). ``pod`` is the server's copy."""

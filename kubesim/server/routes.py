@@ -311,7 +311,7 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
     if subresource is not None and not (
         (subresource == "status" and resource.status_subresource)
         or (subresource == "scale" and resource.scale_subresource)
-        or (subresource == "binding" and resource.group == "" and resource.kind == "Pod")
+        or (subresource in ("binding", "log") and resource.group == "" and resource.kind == "Pod")
     ):
         raise st.not_found_path()
     if resource.stored_as is not None:
@@ -406,6 +406,8 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
         return _scale(server, request, target, query)
     if target.subresource == "binding":
         return _binding(server, request, target, query)
+    if target.subresource == "log":
+        return _log(server, request, target, query)
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -509,6 +511,19 @@ def _binding(server: APIServer, request: Request, target: _Target, query: Query)
     with server.lock, _managing(server, request, query):
         server._bind(target.resource, target.namespace, target.name, node, dry_run=dry_run)
     return _json(201, {**st.success(), "code": 201})
+
+
+def _log(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """GET pods/{name}/log as text (see kubesim.server.kubelet.container_log)."""
+    assert target.name is not None
+    if request.method != "GET":
+        raise st.method_not_allowed(request.method)
+    with server.lock:
+        pod = server._get(target.resource, target.namespace, target.name).obj
+        text = kubelet.container_log(
+            pod, query.get("container"), query.flag("previous"), server._nodes
+        )
+    return Response(200, text, content_type="text/plain", raw=True)
 
 
 def _scale(server: APIServer, request: Request, target: _Target, query: Query) -> Response:

@@ -112,7 +112,8 @@ def _deleting(obj: JSON) -> bool:
 
 
 class Controllers:
-    """The Deployment and ReplicaSet controllers and the garbage collector of one server."""
+    """The Deployment, ReplicaSet and endpoints controllers and the garbage collector of one
+    server (see the module docstring)."""
 
     def __init__(self, server: APIServer) -> None:
         self.server = server

@@ -807,6 +807,8 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
     pod = json.loads(kubectl.ok("get", "pod", "web", "-n", namespace, "-o", "json"))
     assert pod["spec"]["nodeName"] == row[6]
     assert pod["status"]["containerStatuses"][0]["image"] == "docker.io/library/nginx:1.25"
+    # The container prints nothing: an empty log, not an error.
+    assert kubectl.ok("logs", "web", "-n", namespace) == ""
     # `delete` waits until the pod is gone: marked, stopped by its kubelet, deleted.
     assert kubectl.ok("delete", "pod", "web", "-n", namespace) == 'pod "web" deleted\n'
     assert kubectl.ok("get", "pods", "-o", "name", "-n", namespace) == ""

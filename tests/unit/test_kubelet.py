@@ -462,3 +462,51 @@ def test_the_grace_period_comes_from_the_body_or_the_query() -> None:
     code, answer = call(server, "DELETE", f"{base}/c?gracePeriodSeconds=soon")
     assert (code, answer["reason"]) == (400, "BadRequest")
     assert "gracePeriodSeconds must be an integer" in answer["message"]
+
+
+def test_container_logs_are_empty_text_and_refusals_are_the_servers() -> None:
+    server = APIServer(seed=1, nodes=1)
+    two = [{"name": "app", "image": "x"}, {"name": "proxy", "image": "y"}]
+    server.create("pods", pod("one"), namespace="default")
+    server.create(
+        "pods",
+        pod("two", containers=two, initContainers=[two[0] | {"name": "init"}]),
+        namespace="default",
+    )
+    server.create("pods", pod("lone", schedulerName="none"), namespace="default")
+    server.create("pods", pod("away", nodeName="node-7"), namespace="default")
+    base = "/api/v1/namespaces/default/pods"
+
+    def log(target: str) -> tuple[int, bytes, str]:
+        response = handle(server, Request.from_target("GET", f"{base}/{target}"))
+        assert isinstance(response.body, bytes)
+        return response.status, response.body, response.content_type
+
+    def refused(target: str) -> tuple[int, str]:
+        code, body, _ = log(target)
+        return code, orjson.loads(body)["message"]
+
+    assert refused("one/log") == (
+        400,
+        'container "main" in pod "one" is waiting to start: ContainerCreating',
+    )
+    started(server)
+    assert log("one/log") == (200, b"", "text/plain")
+    assert log("one/log?follow=true&container=main") == (200, b"", "text/plain")
+    assert refused("one/log?previous=true") == (
+        400,
+        'previous terminated container "main" in pod "one" not found',
+    )
+    assert refused("one/log?container=nope") == (400, "container nope is not valid for pod one")
+    assert refused("two/log") == (
+        400,
+        "a container name must be specified for pod two, choose one of: [app proxy] "
+        "or one of the init containers: [init]",
+    )
+    assert log("two/log?container=proxy")[0] == 200
+    assert log("two/log?container=init")[0] == 200  # a finished init container's log
+    assert refused("lone/log") == (400, "pod lone does not have a host assigned")
+    assert refused("away/log") == (404, 'nodes "node-7" not found')
+    assert refused("ghost/log") == (404, 'pods "ghost" not found')
+    response = handle(server, Request.from_target("POST", f"{base}/one/log"))
+    assert response.status == 405
