@@ -270,6 +270,11 @@ class Controllers:
             "status",
         )
 
+    def _live(self, resource: ResourceType, key: Key) -> JSON | None:
+        """The object to sync: None when it is gone or being deleted (the collector's job)."""
+        stored = self.server.storage.get(resource, key)
+        return None if stored is None or _deleting(stored.obj) else stored.obj
+
     def _owned(self, resource: ResourceType, namespace: str, owner: JSON) -> list[JSON]:
         uid = owner["metadata"]["uid"]
         return [
@@ -280,10 +285,9 @@ class Controllers:
 
     # -- the ReplicaSet controller --------------------------------------------------------
     def _sync_replica_set(self, key: Key) -> None:
-        stored = self.server.storage.get(self.replica_sets, key)
-        if stored is None or _deleting(stored.obj):
+        rs = self._live(self.replica_sets, key)
+        if rs is None:
             return
-        rs = stored.obj
         spec = _dict(rs.get("spec"))
         wanted = _int(spec.get("replicas"), 1)
         pods = [p for p in self._owned(self.pods, key[0], rs) if not _deleting(p)]
@@ -364,10 +368,9 @@ class Controllers:
 
     # -- the Deployment controller --------------------------------------------------------
     def _sync_deployment(self, key: Key) -> None:
-        stored = self.server.storage.get(self.deployments, key)
-        if stored is None or _deleting(stored.obj):
+        deployment = self._live(self.deployments, key)
+        if deployment is None:
             return
-        deployment = stored.obj
         spec = _dict(deployment.get("spec"))
         wanted = _int(spec.get("replicas"), 1)
         owned = self._owned(self.replica_sets, key[0], deployment)

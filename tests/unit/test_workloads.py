@@ -48,6 +48,18 @@ def stopped(server: APIServer) -> None:
     server.advance(CONTAINER_STOP_SECONDS)
 
 
+def roll_out(server: APIServer, image: str) -> None:
+    """A new pod template, as `kubectl set image` writes it."""
+    containers = [{"name": "main", "image": image}]
+    server.patch(
+        "deployments",
+        "web",
+        {"spec": {"template": {"spec": {"containers": containers}}}},
+        namespace=NS,
+        patch_type="application/strategic-merge-patch+json",
+    )
+
+
 def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in obj["status"].get("conditions", [])}
 
@@ -140,13 +152,7 @@ def test_a_new_template_rolls_out_to_a_new_replica_set_and_retires_the_old_once_
     server.create("deployments", deployment(replicas=2), namespace=NS)
     started(server)
     (old,) = names(server, "replicasets")
-    server.patch(
-        "deployments",
-        "web",
-        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}},
-        namespace=NS,
-        patch_type="application/strategic-merge-patch+json",
-    )
+    roll_out(server, "nginx:1.27")
     replica_sets = {rs["metadata"]["name"]: rs for rs in server.list("replicasets", namespace=NS)}
     assert len(replica_sets) == 2
     (new,) = set(replica_sets) - {old}
@@ -174,13 +180,7 @@ def test_recreate_retires_the_old_pods_before_the_new_ones_are_made() -> None:
     started(server)
     (old_pod,) = names(server, "pods")
     rv = server.storage.rv
-    server.patch(
-        "deployments",
-        "web",
-        {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}},
-        namespace=NS,
-        patch_type="application/strategic-merge-patch+json",
-    )
+    roll_out(server, "nginx:1.27")
     stopped(server)
     stream = server.watch("pods", namespace=NS, resource_version=str(rv))
     lines = [line for chunk in iter(stream.poll, None) for line in chunk.splitlines()]
