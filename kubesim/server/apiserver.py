@@ -28,6 +28,7 @@ from kubesim.server import (
     conversion,
     crds,
     defaults,
+    events,
     kubelet,
     lifecycle,
     managed_fields,
@@ -205,6 +206,8 @@ class APIServer:
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
         self._nodes: kubelet.Nodes | None = None
+        # The Events the components record (kubesim.server.events), one sequence for all.
+        self.recorder = events.Recorder(self)
         self._controllers = workloads.Controllers(self) if controllers else None
         # Over HTTP, a write whose request names no fieldManager is managed by its User-Agent
         # (kubesim.server.routes), as on a cluster: every object then has managedFields.

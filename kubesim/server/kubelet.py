@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from kubesim._core import integers
 from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy
+from kubesim.server.events import WARNING
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event
 
 if TYPE_CHECKING:
@@ -249,7 +250,13 @@ class Nodes:
             if on in load:
                 load[on] += 1
         chosen = min(fits, key=lambda name: (load[name], name))
-        self.server._bind(self.pods, key[0], key[1], chosen)
+        bound = self.server._bind(self.pods, key[0], key[1], chosen).obj
+        self.server.recorder.record(
+            bound,
+            "Scheduled",
+            f"Successfully assigned {key[0]}/{key[1]} to {chosen}",
+            component=DEFAULT_SCHEDULER,
+        )
 
     def _unschedulable(self, key: tuple[str, str], pod: JSON, total: int, mismatched: int) -> None:
         if total == 0:
@@ -275,6 +282,11 @@ class Nodes:
             return  # already said so: the scheduler does not write the same thing twice
         kept = [c for c in conditions if c.get("type") != "PodScheduled"]
         self._write_status(key, {**status, "conditions": [*kept, condition]})
+        stored = self.server.storage.get(self.pods, key)
+        if stored is not None:
+            self.server.recorder.record(
+                stored.obj, "FailedScheduling", message, component=DEFAULT_SCHEDULER, kind=WARNING
+            )
 
     # -- the kubelet ----------------------------------------------------------------------
     def _start_later(self, key: tuple[str, str], pod: JSON) -> None:
@@ -298,8 +310,16 @@ class Nodes:
             if node not in nodes or not _waiting_to_start(pod) or _terminating(pod):
                 return
             status = self._running_status(key, pod, nodes[node])
-            if status is not None:
-                self._write_status(key, status)
+            if status is None:
+                return
+            self._write_status(key, status)
+            started = self.server.storage.get(self.pods, key)
+            if started is None:
+                return
+            for group in ("initContainers", "containers"):
+                for container in pod["spec"].get(group) or []:
+                    if isinstance(container, dict):
+                        self._container_events(started.obj, group, container, str(node))
 
     # -- graceful deletion ------------------------------------------------------------------
     def grace_period(self, pod: JSON, requested: int | None) -> int:
@@ -354,6 +374,18 @@ class Nodes:
             stored = self.server.storage.get(self.pods, key)
             if stored is None or stored.obj["metadata"].get("uid") != uid:
                 return
+            node = str(stored.obj["spec"].get("nodeName"))
+            running = _dict(stored.obj.get("status")).get("containerStatuses") or []
+            for container in stored.obj["spec"].get("containers") if running else []:
+                if isinstance(container, dict) and container.get("name"):
+                    self.server.recorder.record(
+                        stored.obj,
+                        "Killing",
+                        f"Stopping container {container['name']}",
+                        component="kubelet",
+                        host=node,
+                        field_path=f"spec.containers{{{container['name']}}}",
+                    )
             self._write_status(key, self._stopped_status(stored.obj))
             # The kubelet's own DELETE with a zero grace period: the pod is gone (unless
             # finalizers still hold it).
@@ -397,6 +429,20 @@ class Nodes:
                     condition["reason"] = "PodCompleted"
         status["phase"] = "Succeeded" if status.get("containerStatuses") else status.get("phase")
         return status
+
+    def _container_events(self, pod: JSON, group: str, container: JSON, node: str) -> None:
+        """What a kubelet reports for each container it starts (the image is already there)."""
+        name = str(container.get("name"))
+        path = f"spec.{group}{{{name}}}"
+        image = container.get("image")
+        for reason, message in (
+            ("Pulled", f'Container image "{image}" already present on machine'),
+            ("Created", f"Created container: {name}"),
+            ("Started", f"Started container {name}"),
+        ):
+            self.server.recorder.record(
+                pod, reason, message, component="kubelet", host=node, field_path=path
+            )
 
     def _running_status(self, key: tuple[str, str], pod: JSON, node: JSON) -> JSON | None:
         """The status the kubelet writes once the containers run; None when the node's pod

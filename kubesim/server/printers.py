@@ -368,6 +368,40 @@ def endpoint_slice_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     ]
 
 
+EVENT_COLUMNS = [
+    _column("Last Seen", "The time at which the most recent occurrence was recorded."),
+    _column("Type", "Type of this event (Normal, Warning)."),
+    _column("Reason", "Why the action was taken."),
+    _column("Object", "The object that this event is about."),
+    _column("Subobject", "The part of the object the event is about.", priority=1),
+    _column("Source", "The component reporting this event.", priority=1),
+    _column("Message", "A description of the status of this operation."),
+    _column("First Seen", "The time at which the event was first recorded.", priority=1),
+    _column("Count", "The number of times this event has occurred.", kind="integer", priority=1),
+    {**NAME, "priority": 1},
+]
+
+
+def event_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    """printEvent: the object as ``kind/name``, the source as ``component, host``."""
+    involved, source = _dict(obj.get("involvedObject")), _dict(obj.get("source"))
+    last = obj.get("lastTimestamp") or obj.get("eventTime")
+    first = obj.get("firstTimestamp") or obj.get("eventTime")
+    origin = ", ".join(str(p) for p in (source.get("component"), source.get("host")) if p)
+    return [
+        since(last, now),
+        str(obj.get("type", "")),
+        str(obj.get("reason", "")),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        str(involved.get("fieldPath", "")),
+        origin,
+        str(obj.get("message", "")).strip(),
+        since(first, now),
+        _int(obj.get("count")),
+        _name(obj),
+    ]
+
+
 NODE_COLUMNS = [
     NAME,
     _column("Status", "The status of the node."),
@@ -596,6 +630,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "Namespace"): (NAMESPACE_COLUMNS, namespace_cells),
     ("", "ServiceAccount"): (SERVICE_ACCOUNT_COLUMNS, service_account_cells),
     ("", "Node"): (NODE_COLUMNS, node_cells),
+    ("", "Event"): (EVENT_COLUMNS, event_cells),
     ("", "Endpoints"): (ENDPOINTS_COLUMNS, endpoints_cells),
     ("discovery.k8s.io", "EndpointSlice"): (ENDPOINT_SLICE_COLUMNS, endpoint_slice_cells),
     ("batch", "Job"): (JOB_COLUMNS, job_cells),

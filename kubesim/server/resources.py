@@ -73,6 +73,25 @@ _SECRET_FIELDS = {**_META_FIELDS, "type": _path("type")}
 # pkg/registry/apps/replicaset/strategy.go.
 _REPLICASET_FIELDS = {**_META_FIELDS, "status.replicas": _path("status", "replicas", default="0")}
 
+# pkg/registry/core/event/strategy.go ToSelectableFields (``source`` is the source component):
+# what ``kubectl describe`` selects a pod's events by.
+_EVENT_FIELDS = {
+    **_META_FIELDS,
+    "involvedObject.kind": _path("involvedObject", "kind"),
+    "involvedObject.namespace": _path("involvedObject", "namespace"),
+    "involvedObject.name": _path("involvedObject", "name"),
+    "involvedObject.uid": _path("involvedObject", "uid"),
+    "involvedObject.apiVersion": _path("involvedObject", "apiVersion"),
+    "involvedObject.resourceVersion": _path("involvedObject", "resourceVersion"),
+    "involvedObject.fieldPath": _path("involvedObject", "fieldPath"),
+    "reason": _path("reason"),
+    "reportingComponent": _path("reportingComponent"),
+    "source": _path("source", "component"),
+    "type": _path("type"),
+}
+# Selectable fields of kinds the generated table serves (beyond metadata.name/namespace).
+_GENERATED_FIELDS = {("", "events"): _EVENT_FIELDS}
+
 # Legacy field labels converted before matching (pkg/apis/core/v1/conversion.go).
 _POD_FIELD_ALIASES = {"spec.host": "spec.nodeName"}
 
@@ -192,6 +211,7 @@ def builtin_resources() -> list[ResourceType]:
                 namespaced=namespaced,
                 verbs=verbs,
                 short_names=SHORT_NAMES.get((group, plural), ()),
+                selectable_fields=_GENERATED_FIELDS.get((group, plural), _META_FIELDS),
                 categories=("all",) if (group, plural) in CATEGORY_ALL else (),
                 status_subresource="status" in subresources,
                 scale_subresource="scale" in subresources,

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kubesim.server import endpoints
+from kubesim.server import endpoints, events
 from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy, dumps
 from kubesim.server.storage import DELETED, Event, Key
@@ -275,6 +275,27 @@ class Controllers:
         stored = self.server.storage.get(resource, key)
         return None if stored is None or _deleting(stored.obj) else stored.obj
 
+    def _event(self, obj: JSON, reason: str, message: str, *, warning: bool = False) -> None:
+        component = f"{obj['kind'].lower()}-controller"
+        kind = events.WARNING if warning else events.NORMAL
+        self.server.recorder.record(obj, reason, message, component=component, kind=kind)
+
+    def _scaled(self, rs_meta: JSON, before: int, after: int) -> None:
+        """The Deployment controller's ScalingReplicaSet Event, on the Deployment."""
+        owner = _controller_of({"metadata": rs_meta})
+        if owner is None or owner.get("kind") != "Deployment":
+            return
+        deployment = self.server.storage.get(
+            self.deployments, (rs_meta["namespace"], str(owner["name"]))
+        )
+        if deployment is None:
+            return
+        way = "up" if after > before else "down"
+        message = f"Scaled {way} replica set {rs_meta['name']} from {before} to {after}"
+        self.server.recorder.record(
+            deployment.obj, "ScalingReplicaSet", message, component="deployment-controller"
+        )
+
     def _owned(self, resource: ResourceType, namespace: str, owner: JSON) -> list[JSON]:
         uid = owner["metadata"]["uid"]
         return [
@@ -295,10 +316,12 @@ class Controllers:
         if len(pods) < wanted:
             for _ in range(wanted - len(pods)):
                 try:
-                    self._write(self.server._create, self.pods, self._pod_from(rs), key[0])
+                    made = self._write(self.server._create, self.pods, self._pod_from(rs), key[0])
                 except st.StatusError as exc:
                     failure = str(exc)  # e.g. a namespace being deleted, a missing account
+                    self._event(rs, "FailedCreate", f"Error creating: {failure}", warning=True)
                     break
+                self._event(rs, "SuccessfulCreate", f"Created pod: {made.obj['metadata']['name']}")
         elif len(pods) > wanted:
             # getPodsToDelete: unscheduled, then pending, then not ready, then the newest.
             def rank(pod: JSON) -> tuple[Any, ...]:
@@ -313,6 +336,7 @@ class Controllers:
 
             for pod in sorted(pods, key=rank)[: len(pods) - wanted]:
                 self._write(self.server._delete, self.pods, key[0], pod["metadata"]["name"], {})
+                self._event(rs, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
         stored = self.server.storage.get(self.replica_sets, key)
         if stored is None:
             return
@@ -433,6 +457,7 @@ class Controllers:
         current = self._current(self.replica_sets, rs)
         if current is None or _int(_dict(current.get("spec")).get("replicas"), 1) == replicas:
             return
+        before = _int(_dict(current.get("spec")).get("replicas"), 1)
         body = deep_copy(current)
         body["spec"]["replicas"] = replicas
         annotations = body["metadata"].setdefault("annotations", {})
@@ -442,6 +467,7 @@ class Controllers:
         self._write(
             self.server._update, self.replica_sets, meta["namespace"], meta["name"], body, None
         )
+        self._scaled(meta, before, replicas)
 
     def _new_replica_set(
         self, deployment: JSON, template: JSON, hash_: str, olds: list[JSON], wanted: int
@@ -482,7 +508,8 @@ class Controllers:
             stored = self._write(self.server._create, self.replica_sets, body, namespace)
         except st.StatusError:
             return None  # a name taken by an object this Deployment does not own
-        return stored.obj if stored is not None else None
+        self._scaled(stored.obj["metadata"], 0, wanted)
+        return self._current(self.replica_sets, stored.obj)
 
     def _annotate_revision(self, key: Key, new: JSON | None) -> None:
         if new is None:

@@ -807,6 +807,12 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
     pod = json.loads(kubectl.ok("get", "pod", "web", "-n", namespace, "-o", "json"))
     assert pod["spec"]["nodeName"] == row[6]
     assert pod["status"]["containerStatuses"][0]["image"] == "docker.io/library/nginx:1.25"
+    # `describe` finds the pod's Events by field selectors on involvedObject.
+    described = kubectl.ok("describe", "pod", "web", "-n", namespace)
+    assert f"Successfully assigned {namespace}/web to {row[6]}" in described
+    assert "Started container web" in described
+    header = kubectl.ok("get", "events", "-n", namespace).splitlines()[0].split()
+    assert header == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     # The container prints nothing: an empty log, not an error.
     assert kubectl.ok("logs", "web", "-n", namespace) == ""
     # `delete` waits until the pod is gone: marked, stopped by its kubelet, deleted.
