@@ -217,20 +217,22 @@ class Kubectl:
         return done.stdout
 
 
-@pytest.fixture(params=_binary_params())
-def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> Kubectl:
+def _kubectl_for(request: pytest.FixtureRequest, server: Served, tmp_path: Path) -> Kubectl:
+    """The parametrized kubectl binary, with a HOME of its own, pointed at ``server``."""
     version, binary = request.param
     home = tmp_path / "home"
     home.mkdir()
-    return Kubectl(version, binary, served.kubeconfig, home)
+    return Kubectl(version, binary, server.kubeconfig, home)
+
+
+@pytest.fixture(params=_binary_params())
+def kubectl(request: pytest.FixtureRequest, served: Served, tmp_path: Path) -> Kubectl:
+    return _kubectl_for(request, served, tmp_path)
 
 
 @pytest.fixture(params=_binary_params())
 def kubectl_on_nodes(request: pytest.FixtureRequest, cluster: Served, tmp_path: Path) -> Kubectl:
-    version, binary = request.param
-    home = tmp_path / "home"
-    home.mkdir()
-    return Kubectl(version, binary, cluster.kubeconfig, home)
+    return _kubectl_for(request, cluster, tmp_path)
 
 
 def _wait_for(
