@@ -10,8 +10,10 @@ from kubesim._core.choices import (
     ReplayExhausted,
     SeededChoices,
     choose,
+    format_uuid4,
     integers,
     uniform,
+    uuid4_drawer,
 )
 from kubesim._core.clock import Clock, Timer, VirtualClock
 from kubesim._core.trace import Trace
@@ -27,6 +29,8 @@ __all__ = [
     "Trace",
     "VirtualClock",
     "choose",
+    "format_uuid4",
     "integers",
     "uniform",
+    "uuid4_drawer",
 ]

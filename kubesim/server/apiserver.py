@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, integers, uniform
+from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform, uuid4_drawer
 from kubesim.server import (
     conversion,
     crds,
@@ -173,7 +173,8 @@ class APIServer:
         # how an oracle sees every version the server ever emitted, whatever compaction forgets.
         self.commit_listeners: list[Callable[[Event], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
-        self._uid_choices = self.choices.fork("uid")
+        # Every create draws a uid: bound once, to the source's fastest way of drawing one.
+        self._new_uid = uuid4_drawer(self.choices.fork("uid"))
         self._name_choices = self.choices.fork("generateName")
         self._timeout_choices = self.choices.fork("watchTimeout")
         self.clock = clock if clock is not None else VirtualClock()
@@ -299,16 +300,6 @@ class APIServer:
     # -- helpers --------------------------------------------------------------------------
     def _key(self, resource: ResourceType, namespace: str | None, name: str) -> Key:
         return ((namespace or "") if resource.namespaced else "", name)
-
-    def _new_uid(self) -> str:
-        # uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4), formatted word by word
-        # without building the object (every write): the version nibble is b's bits 12-15, the
-        # variant c's top two bits.
-        a, b, c, d = integers(self._uid_choices, 0, 0xFFFFFFFF, 4)
-        return (
-            f"{a:08x}-{b >> 16:04x}-{b & 0x0FFF | 0x4000:04x}-"
-            f"{c >> 16 & 0x3FFF | 0x8000:04x}-{c & 0xFFFF:04x}{d:08x}"
-        )
 
     def _generate_name(self, prefix: str) -> str:
         n = len(_GENERATE_NAME_ALPHABET) - 1

@@ -15,6 +15,7 @@ from kubesim._core import (
     VirtualClock,
     choose,
     integers,
+    uuid4_drawer,
 )
 
 
@@ -72,6 +73,25 @@ def test_a_batch_of_draws_is_the_same_stream_as_one_draw_at_a_time(
     recorder = RecordingChoices(SeededChoices(seed))
     assert integers(recorder, lo, lo + width, count) == values
     assert len(recorder.log) == count
+
+
+@given(st.integers(0, 2**31), st.integers(1, 5))
+def test_a_uuid_is_four_draws_and_the_seeded_source_makes_them_in_one_call(
+    seed: int, count: int
+) -> None:
+    import uuid
+
+    fast, single = SeededChoices(seed), SeededChoices(seed)
+    drawn = [uuid4_drawer(fast)() for _ in range(count)]
+    for uid in drawn:
+        a, b, c, d = (single.integer(0, 0xFFFFFFFF) for _ in range(4))
+        assert uid == str(uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4))
+    assert fast.draws == single.draws == 4 * count
+    assert fast.integer(0, 2**32) == single.integer(0, 2**32)  # the streams stay in step
+    # Any other source is asked draw by draw, and gives the same uuids.
+    recorder = RecordingChoices(SeededChoices(seed))
+    assert [uuid4_drawer(recorder)() for _ in range(count)] == drawn
+    assert len(recorder.log) == 4 * count
 
 
 def test_bad_arguments_are_named_in_the_error() -> None:
