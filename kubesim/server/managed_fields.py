@@ -278,8 +278,11 @@ def apply(
         owned = _owned(entry) - taken if force else _owned(entry)
         entry["fieldsV1"] = encode(owned)
         others |= owned
-    # Fields this manager applied before and no longer applies go, unless someone else owns them.
-    for path in (_owned(mine) if mine else set()) - applying - others:
+    # Fields this manager applied before and no longer applies go, unless someone else owns
+    # them or they hold what is applied now: an empty map applied before (a leaf) is the parent
+    # of the keys applied into it now, and stays.
+    kept = {path[:end] for path in applying | others for end in range(1, len(path) + 1)}
+    for path in (_owned(mine) if mine else set()) - kept:
         _remove(result, path)
     entries = [e for e in entries if e is not mine]
     entries.append(_entry(manager, APPLY, applied.get("apiVersion", ""), time, applying))

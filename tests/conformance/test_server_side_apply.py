@@ -51,6 +51,21 @@ def test_apply_creates_then_records_what_each_manager_owns(api: Endpoint, ns: st
     assert third["data"] == {"b": "2", "c": "3"}
 
 
+def test_keys_applied_into_a_map_the_manager_applied_empty_before_are_kept(
+    api: Endpoint, ns: str
+) -> None:
+    # lightkube's e2e test_apply: apply data {}, then apply data {key1: ...} (the empty map the
+    # manager owned is the parent of what it applies now, not a field it stopped applying).
+    path = configmaps(ns, "cm") + query(fieldManager="alice")
+    api.request("PATCH", path, applied({"a": "1"}), content_type=APPLY)
+    emptied = api.ok("PATCH", path, applied({}), content_type=APPLY)
+    assert not emptied.get("data")
+    assert owners(emptied)["alice"] == ("Apply", {"f:data": {}})
+    refilled = api.ok("PATCH", path, applied({"b": "2"}), content_type=APPLY)
+    assert refilled["data"] == {"b": "2"}
+    assert owners(refilled)["alice"] == ("Apply", {"f:data": {"f:b": {}}})
+
+
 def test_a_conflict_names_the_field_and_its_owner_and_force_takes_it_over(
     api: Endpoint, ns: str
 ) -> None:
