@@ -35,10 +35,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
         bookmark_interval=args.bookmark_interval,
         # What a cluster does that clients and their tests look for: a `default` ServiceAccount
-        # in every namespace, managedFields on every object (named after the User-Agent when
-        # the request names no fieldManager), pods that get scheduled and start, Deployments
-        # that make ReplicaSets that make pods, and owners whose deletion deletes what they own.
+        # in every namespace, the two default tolerations on every pod, managedFields on every
+        # object (named after the User-Agent when the request names no fieldManager), pods that
+        # get scheduled and start, Deployments that make ReplicaSets that make pods, and owners
+        # whose deletion deletes what they own.
         service_accounts=True,
+        default_tolerations=True,
         field_managers_from_user_agent=True,
         nodes=args.nodes,
         controllers=args.controllers,

@@ -32,7 +32,9 @@ from kubesim.server import (
     kubelet,
     lifecycle,
     managed_fields,
+    reviews,
     service_accounts,
+    tolerations,
     workloads,
 )
 from kubesim.server import status as st
@@ -112,16 +114,18 @@ class APIServer:
 
     ``service_accounts=True`` runs the ServiceAccount controller and admission (a ``default``
     ServiceAccount in every namespace; a pod runs as an account that exists, ``default`` unless
-    it names one: see :mod:`kubesim.server.service_accounts`), and
-    ``field_managers_from_user_agent=True`` records ``managedFields`` for every write over HTTP,
-    the manager named by the request's ``fieldManager`` or else its User-Agent; ``kubesim serve``
-    turns both on, for clients and test suites written for a real cluster. ``nodes=N`` registers
-    N nodes and runs the scheduler and their kubelets, which bind each new pod and start it
-    (``Pending``, then ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs
-    one, and deletes their pods gracefully. ``controllers=True`` runs the Deployment, ReplicaSet,
-    Endpoints and EndpointSlice controllers and the garbage collector
-    (:mod:`kubesim.server.workloads`). Simulations leave all four off: each is work on every
-    write that stores under test rarely look at, and writes a scenario did not ask for.
+    it names one: see :mod:`kubesim.server.service_accounts`), ``default_tolerations=True`` the
+    DefaultTolerationSeconds admission (every pod tolerates an unready or unreachable node for
+    300 s: :mod:`kubesim.server.tolerations`), and ``field_managers_from_user_agent=True``
+    records ``managedFields`` for every write over HTTP, the manager named by the request's
+    ``fieldManager`` or else its User-Agent; ``kubesim serve`` turns all three on, for clients
+    and test suites written for a real cluster. ``nodes=N`` registers N nodes and runs the
+    scheduler and their kubelets, which bind each new pod and start it (``Pending``, then
+    ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs one, and deletes
+    their pods gracefully. ``controllers=True`` runs the Deployment, ReplicaSet, Endpoints and
+    EndpointSlice controllers and the garbage collector (:mod:`kubesim.server.workloads`).
+    Simulations leave all four off: each is work on every write that stores under test rarely
+    look at, and writes a scenario did not ask for.
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class APIServer:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         wait_policy: WaitPolicy | None = None,
         service_accounts: bool = False,
+        default_tolerations: bool = False,
         field_managers_from_user_agent: bool = False,
         nodes: int = 0,
         controllers: bool = False,
@@ -177,6 +182,8 @@ class APIServer:
         self._new_uid = uuid4_drawer(self.choices.fork("uid"))
         self._name_choices = self.choices.fork("generateName")
         self._timeout_choices = self.choices.fork("watchTimeout")
+        # Signs and checks service account tokens (TokenRequest, TokenReview).
+        self.token_issuer = reviews.TokenIssuer(self.choices.fork("serviceAccountToken"))
         self.clock = clock if clock is not None else VirtualClock()
         self.trace = trace if trace is not None else Trace()
         self.storage = Storage(window=history_window)
@@ -206,6 +213,7 @@ class APIServer:
         self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
+        self._default_tolerations = default_tolerations
         self._nodes: kubelet.Nodes | None = None
         # The Events the components record (kubesim.server.events), one sequence for all.
         self.recorder = events.Recorder(self)
@@ -488,8 +496,11 @@ class APIServer:
             on_write(obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
-        if self._service_accounts and namespace is not None and kind == ("", "Pod"):
-            service_accounts.admit_pod(self, obj, namespace, sent_name)  # pod_defaults' spec
+        if kind == ("", "Pod") and namespace is not None:
+            if self._service_accounts:
+                service_accounts.admit_pod(self, obj, namespace, sent_name)  # pod_defaults' spec
+            if self._default_tolerations:
+                tolerations.admit_pod(obj)
         lifecycle.prepare_for_create(resource, obj)
         obj["metadata"] = canonical_metadata(obj["metadata"])
         return self._commit(resource, key, ADDED, obj, None, dry_run=dry_run, shared=True)
@@ -668,6 +679,8 @@ class APIServer:
         # values with the stored object, so only copy-on-write defaults may run on it.
         if on_write is not None and (subresource != "status" or kind in defaults.COPY_ON_WRITE):
             on_write(obj)
+        if self._default_tolerations and kind == ("", "Pod") and subresource is None:
+            tolerations.admit_pod(obj)  # admission runs on updates too
         if resource.generation_fields and any(
             old.get(f) != obj.get(f) for f in resource.generation_fields
         ):

@@ -621,3 +621,14 @@ RETURNS_DELETED_OBJECT: frozenset[tuple[str, str]] = frozenset(
         ("storage.k8s.io", "volumeattributesclasses"),
     }
 )
+
+# Create-only resources that store nothing: (group, version, kind, plural, namespaced)
+REVIEW_KINDS: tuple[tuple[str, str, str, str, bool], ...] = (
+    ("", "v1", "Binding", "bindings", True),
+    ("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False),
+    ("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False),
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", True),
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False),
+    ("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False),
+    ("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False),
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.server.resources import ResourceType
+from kubesim.server.resources import SUBRESOURCES, ResourceType
 
 JSON = dict[str, Any]
 
@@ -103,6 +103,18 @@ def api_resource_list(resources: list[ResourceType], group: str, version: str) -
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        for sub in SUBRESOURCES.get((r.group, r.plural), ()):
+            other: JSON = {"group": sub.group, "version": sub.version} if sub.group else {}
+            entries.append(
+                {
+                    "name": f"{r.plural}/{sub.name}",
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    **other,
+                    "kind": sub.kind,
+                    "verbs": list(sub.verbs),
+                }
+            )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -170,8 +182,16 @@ def _discovery_resource(r: ResourceType) -> JSON:
                 "verbs": ["get", "patch", "update"],
             }
         )
+    for sub in SUBRESOURCES.get((r.group, r.plural), ()):
+        subresources.append(
+            {
+                "subresource": sub.name,
+                "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
+                "verbs": list(sub.verbs),
+            }
+        )
     if subresources:
-        entry["subresources"] = subresources
+        entry["subresources"] = sorted(subresources, key=lambda s: str(s["subresource"]))
     return entry
 
 

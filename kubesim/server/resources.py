@@ -135,6 +135,9 @@ class ResourceType:
     # (autoscaling/v1 HorizontalPodAutoscalers, stored as autoscaling/v2): a *view* keeps no
     # objects of its own (kubesim.server.conversion, kubesim.server.routes).
     stored_as: ResourceType | None = None
+    # A create-only resource that stores nothing (TokenReview, SubjectAccessReview, ...): a
+    # POST is answered by kubesim.server.reviews.
+    review: bool = False
 
     @property
     def api_version(self) -> str:
@@ -221,7 +224,49 @@ def builtin_resources() -> list[ResourceType]:
             )
         )
     served = [*detailed, *generated]
-    return [*served, *_views(served)]
+    return [*served, *_views(served), *_reviews()]
+
+
+def _reviews() -> list[ResourceType]:
+    """The create-only kinds of the generated table (``REVIEW_KINDS``)."""
+    from kubesim.server.builtin_kinds import REVIEW_KINDS
+
+    return [
+        ResourceType(
+            group=group,
+            version=version,
+            kind=kind,
+            plural=plural,
+            namespaced=namespaced,
+            verbs=("create",),
+            generation_fields=(),
+            review=True,
+        )
+        for group, version, kind, plural, namespaced in REVIEW_KINDS
+    ]
+
+
+@dataclass(frozen=True)
+class Subresource:
+    """A subresource served beyond ``/status`` and ``/scale``, as discovery lists it."""
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...]
+    group: str = ""  # the answer's group and version when they are not the parent's
+    version: str = ""
+
+
+# (group, plural) -> the other subresources kubesim serves for it (kubesim.server.routes).
+SUBRESOURCES: dict[tuple[str, str], tuple[Subresource, ...]] = {
+    ("", "pods"): (
+        Subresource("binding", "Binding", ("create",)),
+        Subresource("log", "Pod", ("get",)),
+    ),
+    ("", "serviceaccounts"): (
+        Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),
+    ),
+}
 
 
 def _views(served: list[ResourceType]) -> list[ResourceType]:

@@ -27,6 +27,7 @@ from kubesim.server import (
     managed_fields,
     openapi,
     protobuf,
+    reviews,
     tables,
 )
 from kubesim.server import status as st
@@ -34,7 +35,7 @@ from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_la
 from kubesim.server.continuation import InvalidContinue, decode_continue
 from kubesim.server.encoding import OPT_INDENT_2, OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
 from kubesim.server.patch import PATCH_TYPES
-from kubesim.server.resources import ResourceType
+from kubesim.server.resources import SUBRESOURCES, ResourceType
 from kubesim.server.watch import WatchStream
 
 JSON = dict[str, Any]
@@ -311,9 +312,11 @@ def _locate(server: APIServer, group: str, version: str, rest: list[str]) -> _Ta
     if subresource is not None and not (
         (subresource == "status" and resource.status_subresource)
         or (subresource == "scale" and resource.scale_subresource)
-        or (subresource in ("binding", "log") and resource.group == "" and resource.kind == "Pod")
+        or any(s.name == subresource for s in SUBRESOURCES.get((group, resource.plural), ()))
     ):
         raise st.not_found_path()
+    if resource.review and name is not None:
+        raise st.not_found_path()  # a review is created and answered, never named
     if resource.stored_as is not None:
         return _Target(resource.stored_as, namespace, name, subresource, legacy_watch, resource)
     return _Target(resource, namespace, name, subresource, legacy_watch)
@@ -408,6 +411,10 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
         return _binding(server, request, target, query)
     if target.subresource == "log":
         return _log(server, request, target, query)
+    if target.subresource == "token":
+        return _token(server, request, target, query)
+    if target.resource.review:
+        return _review(server, request, target, query)
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -511,6 +518,42 @@ def _binding(server: APIServer, request: Request, target: _Target, query: Query)
     with server.lock, _managing(server, request, query):
         server._bind(target.resource, target.namespace, target.name, node, dry_run=dry_run)
     return _json(201, {**st.success(), "code": 201})
+
+
+def _token(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """POST serviceaccounts/{name}/token (see kubesim.server.reviews.token_request)."""
+    assert target.name is not None
+    assert target.namespace is not None
+    if request.method != "POST":
+        raise st.method_not_allowed(request.method)
+    dry_run = _dry_run(request.method, query)
+    body = _decode_body(request)
+    with server.lock:
+        answer = reviews.token_request(server, target.namespace, target.name, body)
+    if dry_run:
+        answer["status"] = {"token": "", "expirationTimestamp": None}
+    return _json(201, answer)
+
+
+def _review(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """POST of a create-only kind: a Binding binds a pod, every other kind is a question
+    answered in its ``status`` (kubesim.server.reviews)."""
+    _dry_run(request.method, query)  # validated; nothing is stored either way
+    body = _decode_body(request)
+    if target.resource.kind == "Binding":
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        name = str(meta.get("name") or "")
+        if not name:
+            raise st.bad_request("a Binding must name the pod it binds in metadata.name")
+        node = kubelet.binding_target(body, name)
+        with server.lock, _managing(server, request, query):
+            server._bind(server.resource("pods"), target.namespace, name, node)
+        return _json(201, {**st.success(), "code": 201})
+    with server.lock:
+        answer = reviews.review(
+            server, target.resource, target.namespace, body, request.header("Authorization")
+        )
+    return _json(201, answer)
 
 
 def _log(server: APIServer, request: Request, target: _Target, query: Query) -> Response:

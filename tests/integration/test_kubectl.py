@@ -885,3 +885,22 @@ def test_an_exposed_deployment_lists_its_ready_pods_as_endpoints(
     assert row[0].startswith("web-")
     assert row[1:3] == ["IPv4", "8080"]
     assert sorted(row[3].split(",")) == ips
+
+
+def test_create_token_auth_whoami_and_can_i_answer_as_a_cluster_admin(
+    kubectl: Kubectl, api: Api
+) -> None:
+    namespace = f"auth-{kubectl.tag}"
+    api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    api.ok("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": "ci"}})
+    issued = kubectl.ok("create", "token", "ci", "-n", namespace, "--duration", "1h").strip()
+    review = api.ok(
+        "POST", "/apis/authentication.k8s.io/v1/tokenreviews", {"spec": {"token": issued}}
+    )
+    assert review["status"]["user"]["username"] == f"system:serviceaccount:{namespace}:ci"
+    missing = kubectl.run("create", "token", "nobody", "-n", namespace)
+    assert missing.returncode != 0
+    assert 'serviceaccounts "nobody" not found' in missing.stderr
+    assert kubectl.ok("auth", "can-i", "create", "pods", "-n", namespace).strip() == "yes"
+    if kubectl.version != "1.27":  # 1.27 asks for SelfSubjectReview v1alpha1 or v1beta1 only
+        assert "kubernetes-admin" in kubectl.ok("auth", "whoami")

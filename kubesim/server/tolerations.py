@@ -1,0 +1,62 @@
+"""The DefaultTolerationSeconds admission plugin: every pod tolerates an unready or unreachable
+node for five minutes.
+
+kube-apiserver enables this plugin by default (plugin/pkg/admission/defaulttolerationseconds):
+on each create and update of a pod, unless the pod already tolerates the taint (a toleration
+with that key or no key, and the ``NoExecute`` effect or none), it appends::
+
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+     "effect": "NoExecute", "tolerationSeconds": 300}
+
+and the same for ``node.kubernetes.io/unreachable``. So on a cluster ``spec.tolerations`` of a
+pod is never empty, and client code written against one appends to it without checking (kr8s'
+``Pod.tolerate``). kubesim runs the plugin when the server is built with
+``default_tolerations=True`` (``kubesim serve`` does); simulations leave it off, so the bytes of
+the pods they write stay what the scenario wrote.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JSON = dict[str, Any]
+
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+# The plugin's --default-not-ready-toleration-seconds and --default-unreachable-toleration-
+# seconds, both 300 unless kube-apiserver is started otherwise.
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+def admit_pod(pod: JSON) -> None:
+    """Append the two default tolerations the pod lacks. ``pod["spec"]`` must be the server's
+    own copy (the pod defaults make one); the tolerations list is replaced, never changed in
+    place, as it may still be the caller's."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return
+    tolerations = spec.get("tolerations")
+    if tolerations is not None and not isinstance(tolerations, list):
+        return  # validation's to refuse, not admission's to repair
+    present = [t for t in tolerations or [] if isinstance(t, dict)]
+    missing = [key for key in (NOT_READY, UNREACHABLE) if not _tolerates(present, key)]
+    if missing:
+        spec["tolerations"] = [
+            *(tolerations or []),
+            *(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+                for key in missing
+            ),
+        ]
+
+
+def _tolerates(tolerations: list[JSON], key: str) -> bool:
+    return any(
+        t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+        for t in tolerations
+    )
