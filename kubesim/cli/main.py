@@ -172,8 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-controllers",
         dest="controllers",
         action="store_false",
-        help="no Deployment, ReplicaSet or endpoints controllers and no garbage collector: with "
-        "--nodes 0, an API server alone, as envtest runs one",
+        help="no Deployment, ReplicaSet, StatefulSet, DaemonSet or endpoints controllers and no "
+        "garbage collector: with --nodes 0, an API server alone, as envtest runs one",
+    )
+    serve.add_argument(
+        "--no-system-pods",
+        dest="system_pods",
+        action="store_false",
+        help="leave kube-system empty: no control-plane pods, CoreDNS or kube-proxy (they run "
+        "only with nodes and controllers)",
     )
 
     from kubesim.cli.schedule import add_parser as add_schedule

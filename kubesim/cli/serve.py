@@ -37,13 +37,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # What a cluster does that clients and their tests look for: a `default` ServiceAccount
         # in every namespace, the two default tolerations on every pod, managedFields on every
         # object (named after the User-Agent when the request names no fieldManager), pods that
-        # get scheduled and start, Deployments that make ReplicaSets that make pods, and owners
-        # whose deletion deletes what they own.
+        # get scheduled and start, Deployments that make ReplicaSets that make pods, owners
+        # whose deletion deletes what they own, and what a control plane writes at start-up
+        # (the kubernetes Service; kube-system's pods when there are nodes and controllers).
         service_accounts=True,
         default_tolerations=True,
         field_managers_from_user_agent=True,
         nodes=args.nodes,
         controllers=args.controllers,
+        control_plane=True,
+        system_pods=args.system_pods and args.nodes > 0 and args.controllers,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods

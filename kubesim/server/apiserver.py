@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform, uuid4_drawer
+from kubesim.server import control_plane as control_plane_objects
 from kubesim.server import (
     conversion,
     crds,
@@ -148,6 +149,8 @@ class APIServer:
         field_managers_from_user_agent: bool = False,
         nodes: int = 0,
         controllers: bool = False,
+        control_plane: bool = False,
+        system_pods: bool = False,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -164,6 +167,12 @@ class APIServer:
             raise ValueError(
                 "min_request_timeout must be >= 0 seconds, "
                 f"got min_request_timeout={min_request_timeout!r}"
+            )
+        if system_pods and not (nodes and controllers and control_plane):
+            raise ValueError(
+                "system_pods=True runs kube-system's pods on the nodes' kubelets through the "
+                "controllers: it needs control_plane=True, nodes >= 1 and controllers=True, got "
+                f"control_plane={control_plane!r}, nodes={nodes!r}, controllers={controllers!r}"
             )
         if watch_buffer is not None and (not isinstance(watch_buffer, int) or watch_buffer < 1):
             raise ValueError(
@@ -227,6 +236,9 @@ class APIServer:
             self._nodes = kubelet.Nodes(self, nodes)  # which checks the count
             with self.lock:
                 self._nodes.register()
+        if control_plane:
+            with self.lock:
+                control_plane_objects.install(self, workloads=system_pods)
         if bookmark_interval is not None:
             self.clock.call_later(bookmark_interval, self._bookmark_tick)
 

@@ -234,13 +234,7 @@ class Nodes:
 
     def _schedule(self, key: tuple[str, str], pod: JSON) -> None:
         nodes = self._live_nodes()
-        selector = pod["spec"].get("nodeSelector") or {}
-        fits = [
-            name
-            for name, node in nodes.items()
-            if isinstance(selector, dict)
-            and all((node["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())
-        ]
+        fits = [name for name, node in nodes.items() if fits_node(pod, node)]
         if not fits:
             self._unschedulable(key, pod, len(nodes), len(nodes) - len(fits))
             return
@@ -610,6 +604,57 @@ def bind(pod: JSON, node: str, now: str) -> JSON:
     }
     pod["status"] = {**status, "conditions": [*kept, scheduled]}
     return pod
+
+
+def fits_node(pod: JSON, node: JSON) -> bool:
+    """The pod's ``nodeSelector`` and required node affinity both allow ``node`` (the
+    scheduler's NodeAffinity filter): one of the affinity's terms must match, every requirement
+    of a term must hold (a label's ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``,
+    ``Lt``; a field's ``In``/``NotIn`` on ``metadata.name``, as DaemonSet pods ask)."""
+    spec = _dict(pod.get("spec"))
+    labels = _dict(node["metadata"].get("labels"))
+    selector = spec.get("nodeSelector") or {}
+    if not isinstance(selector, dict) or any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    required = _dict(
+        _dict(_dict(spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    )
+    terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
+    if not terms:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+    return any(
+        (t.get("matchExpressions") or t.get("matchFields"))
+        and all(_requirement_holds(r, labels) for r in t.get("matchExpressions") or [])
+        and all(_requirement_holds(r, fields) for r in t.get("matchFields") or [])
+        for t in terms
+    )
+
+
+def _requirement_holds(requirement: Any, values: dict[str, Any]) -> bool:
+    if not isinstance(requirement, dict):
+        return False
+    key, operator = str(requirement.get("key")), requirement.get("operator")
+    wanted = [str(v) for v in requirement.get("values") or []]
+    present = key in values
+    value = str(values.get(key, ""))
+    if operator == "In":
+        return present and value in wanted
+    if operator == "NotIn":
+        return not present or value not in wanted
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(wanted) == 1:
+        try:
+            have, bound = int(value), int(wanted[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
 
 
 def binding_target(binding: Any, pod_name: str) -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def sync(server: APIServer, event: Event) -> None:
@@ -71,6 +72,9 @@ def admit_pod(server: APIServer, pod: JSON, namespace: str, sent_name: str) -> N
     spec = pod.get("spec")
     if not isinstance(spec, dict):
         return
+    annotations = pod["metadata"].get("annotations")
+    if isinstance(annotations, dict) and MIRROR_ANNOTATION in annotations:
+        return  # a kubelet's mirror of a static pod runs as no account (the plugin skips it)
     name = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
     accounts = server.lookup("", "v1", "serviceaccounts")
     if accounts is not None and server.storage.get(accounts, (namespace, str(name))) is None:

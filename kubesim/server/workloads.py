@@ -39,7 +39,18 @@ from typing import TYPE_CHECKING, Any
 
 from kubesim.server import endpoints, events
 from kubesim.server import status as st
-from kubesim.server.encoding import deep_copy, dumps
+from kubesim.server.daemonsets import DaemonSets
+from kubesim.server.encoding import deep_copy
+from kubesim.server.objects import (
+    as_dict,
+    as_int,
+    controller_of,
+    deleting,
+    is_ready,
+    owner_reference,
+    pod_template_hash,
+)
+from kubesim.server.statefulsets import StatefulSets
 from kubesim.server.storage import DELETED, Event, Key
 
 if TYPE_CHECKING:
@@ -56,59 +67,6 @@ MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 # settles): past this many syncs in one drain, the rest stay queued for the next write, as a
 # workqueue's rate limiter would hold them back, and the client's request completes.
 MAX_SYNCS_PER_DRAIN = 10_000
-# rand.SafeEncodeString's alphabet: no vowels (no words) and no look-alike characters.
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
-def pod_template_hash(template: Any, collision_count: int | None = None) -> str:
-    """The ``pod-template-hash`` of a template: FNV-32a over its canonical JSON (the real
-    controller hashes Go's printing of the struct, so the values differ from a cluster's; the
-    shape and the stability do not), then each decimal digit mapped into the safe alphabet."""
-    data = dumps(template if template is not None else {})
-    if collision_count is not None:
-        data += str(collision_count).encode()
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[int(digit) % len(_SAFE_ALPHABET)] for digit in str(value))
-
-
-def _dict(value: Any) -> JSON:
-    return value if isinstance(value, dict) else {}
-
-
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _controller_of(obj: JSON) -> JSON | None:
-    for ref in _dict(obj.get("metadata")).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref
-    return None
-
-
-def _owner_reference(owner: JSON) -> JSON:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-def _is_ready(pod: JSON) -> bool:
-    status = _dict(pod.get("status"))
-    return status.get("phase") == "Running" and any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-
-
-def _deleting(obj: JSON) -> bool:
-    return bool(obj["metadata"].get("deletionTimestamp"))
 
 
 class Controllers:
@@ -121,6 +79,9 @@ class Controllers:
         self.replica_sets = server.resource("replicasets")
         self.deployments = server.resource("deployments")
         self.services = server.resource("services")
+        self.nodes = server.resource("nodes")
+        self.stateful_sets = StatefulSets(self)
+        self.daemon_sets = DaemonSets(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -137,11 +98,21 @@ class Controllers:
         elif event.resource is self.replica_sets:
             self._queue[("replicaset", event.key)] = None
             self._queue_controller(event.key[0], obj, "Deployment", "deployment")
+        elif event.resource is self.stateful_sets.sets:
+            self._queue[("statefulset", event.key)] = None
+        elif event.resource is self.daemon_sets.sets:
+            self._queue[("daemonset", event.key)] = None
+        elif event.resource is self.nodes:
+            # A node added, relabelled or removed: every DaemonSet may want a pod more or less.
+            for key, _ in self.server.storage.items(self.daemon_sets.sets):
+                self._queue[("daemonset", key)] = None
         elif event.resource is self.pods:
             self._queue_controller(event.key[0], obj, "ReplicaSet", "replicaset")
+            self._queue_controller(event.key[0], obj, "StatefulSet", "statefulset")
+            self._queue_controller(event.key[0], obj, "DaemonSet", "daemonset")
             # The Deployment controller watches pods too: a Recreate rollout waits for the
             # old pods to be gone.
-            owner = _controller_of(obj)
+            owner = controller_of(obj)
             if owner is not None and owner.get("kind") == "ReplicaSet":
                 rs = self.server.storage.get(self.replica_sets, (event.key[0], str(owner["name"])))
                 if rs is not None:
@@ -164,8 +135,12 @@ class Controllers:
                         self._sync_deployment(key)
                     elif kind == "replicaset":
                         self._sync_replica_set(key)
+                    elif kind == "statefulset":
+                        self.stateful_sets.sync(key)
+                    elif kind == "daemonset":
+                        self.daemon_sets.sync(key)
                     elif kind == "service":
-                        endpoints.sync_service(self.server, self._write, key)
+                        endpoints.sync_service(self.server, self.write, key)
                     else:
                         self._collect(key[1])
                 except st.StatusError as exc:
@@ -183,25 +158,25 @@ class Controllers:
         return first
 
     def _queue_controller(self, namespace: str, obj: JSON, kind: str, queue_kind: str) -> None:
-        ref = _controller_of(obj)
+        ref = controller_of(obj)
         if ref is not None and ref.get("kind") == kind and ref.get("name"):
             self._queue[(queue_kind, (namespace, str(ref["name"])))] = None
 
     def _queue_services(self, event: Event) -> None:
         """A pod's change concerns the Services whose selector picks it, before or after."""
-        labels = [_dict(event.new.obj["metadata"].get("labels"))]
+        labels = [as_dict(event.new.obj["metadata"].get("labels"))]
         if event.old is not None:
-            labels.append(_dict(event.old.obj["metadata"].get("labels")))
+            labels.append(as_dict(event.old.obj["metadata"].get("labels")))
         for key, stored in self.server.storage.items(self.services, namespace=event.key[0]):
             if any(endpoints.selects(stored.obj, each) for each in labels):
                 self._queue[("service", key)] = None
 
     # -- the garbage collector ------------------------------------------------------------
     def _index_owners(self, event: Event) -> None:
-        refs = _dict(event.new.obj.get("metadata")).get("ownerReferences") or []
+        refs = as_dict(event.new.obj.get("metadata")).get("ownerReferences") or []
         old_refs: list[Any] = []
         if event.old is not None:
-            old_refs = _dict(event.old.obj.get("metadata")).get("ownerReferences") or []
+            old_refs = as_dict(event.old.obj.get("metadata")).get("ownerReferences") or []
         if not refs and not old_refs:
             return
         entry = (event.resource, event.key)
@@ -220,7 +195,7 @@ class Controllers:
             self._dependents.pop(owner_uid, set()), key=lambda e: (e[0].plural, e[1])
         ):
             stored = self.server.storage.get(resource, key)
-            if stored is None or _deleting(stored.obj):
+            if stored is None or deleting(stored.obj):
                 continue
             refs = [
                 r
@@ -248,7 +223,7 @@ class Controllers:
         return False
 
     # -- writes, as a controller makes them -----------------------------------------------
-    def _write(self, write: Any, *args: Any) -> Any:
+    def write(self, write: Any, *args: Any) -> Any:
         """Make one write with no field manager: the controller's, not the client's whose
         request caused it."""
         manager, self.server.field_manager = self.server.field_manager, None
@@ -257,11 +232,11 @@ class Controllers:
         finally:
             self.server.field_manager = manager
 
-    def _write_status(self, resource: ResourceType, obj: JSON, status: JSON) -> None:
+    def write_status(self, resource: ResourceType, obj: JSON, status: JSON) -> None:
         if obj.get("status") == status:
             return
         body = {"metadata": {"name": obj["metadata"]["name"]}, "status": status}
-        self._write(
+        self.write(
             self.server._update,
             resource,
             obj["metadata"]["namespace"],
@@ -270,19 +245,19 @@ class Controllers:
             "status",
         )
 
-    def _live(self, resource: ResourceType, key: Key) -> JSON | None:
+    def live(self, resource: ResourceType, key: Key) -> JSON | None:
         """The object to sync: None when it is gone or being deleted (the collector's job)."""
         stored = self.server.storage.get(resource, key)
-        return None if stored is None or _deleting(stored.obj) else stored.obj
+        return None if stored is None or deleting(stored.obj) else stored.obj
 
-    def _event(self, obj: JSON, reason: str, message: str, *, warning: bool = False) -> None:
+    def record_event(self, obj: JSON, reason: str, message: str, *, warning: bool = False) -> None:
         component = f"{obj['kind'].lower()}-controller"
         kind = events.WARNING if warning else events.NORMAL
         self.server.recorder.record(obj, reason, message, component=component, kind=kind)
 
     def _scaled(self, rs_meta: JSON, before: int, after: int) -> None:
         """The Deployment controller's ScalingReplicaSet Event, on the Deployment."""
-        owner = _controller_of({"metadata": rs_meta})
+        owner = controller_of({"metadata": rs_meta})
         if owner is None or owner.get("kind") != "Deployment":
             return
         deployment = self.server.storage.get(
@@ -296,60 +271,66 @@ class Controllers:
             deployment.obj, "ScalingReplicaSet", message, component="deployment-controller"
         )
 
-    def _owned(self, resource: ResourceType, namespace: str, owner: JSON) -> list[JSON]:
+    def owned(self, resource: ResourceType, namespace: str, owner: JSON) -> list[JSON]:
         uid = owner["metadata"]["uid"]
         return [
             stored.obj
             for _, stored in self.server.storage.items(resource, namespace=namespace)
-            if (_controller_of(stored.obj) or {}).get("uid") == uid
+            if (controller_of(stored.obj) or {}).get("uid") == uid
         ]
 
     # -- the ReplicaSet controller --------------------------------------------------------
     def _sync_replica_set(self, key: Key) -> None:
-        rs = self._live(self.replica_sets, key)
+        rs = self.live(self.replica_sets, key)
         if rs is None:
             return
-        spec = _dict(rs.get("spec"))
-        wanted = _int(spec.get("replicas"), 1)
-        pods = [p for p in self._owned(self.pods, key[0], rs) if not _deleting(p)]
+        spec = as_dict(rs.get("spec"))
+        wanted = as_int(spec.get("replicas"), 1)
+        pods = [p for p in self.owned(self.pods, key[0], rs) if not deleting(p)]
         failure: str | None = None
         if len(pods) < wanted:
             for _ in range(wanted - len(pods)):
                 try:
-                    made = self._write(self.server._create, self.pods, self._pod_from(rs), key[0])
+                    made = self.write(self.server._create, self.pods, self._pod_from(rs), key[0])
                 except st.StatusError as exc:
                     failure = str(exc)  # e.g. a namespace being deleted, a missing account
-                    self._event(rs, "FailedCreate", f"Error creating: {failure}", warning=True)
+                    self.record_event(
+                        rs, "FailedCreate", f"Error creating: {failure}", warning=True
+                    )
                     break
-                self._event(rs, "SuccessfulCreate", f"Created pod: {made.obj['metadata']['name']}")
+                self.record_event(
+                    rs, "SuccessfulCreate", f"Created pod: {made.obj['metadata']['name']}"
+                )
         elif len(pods) > wanted:
             # getPodsToDelete: unscheduled, then pending, then not ready, then the newest.
             def rank(pod: JSON) -> tuple[Any, ...]:
-                pod_spec, status = _dict(pod.get("spec")), _dict(pod.get("status"))
+                pod_spec, status = as_dict(pod.get("spec")), as_dict(pod.get("status"))
                 return (
                     bool(pod_spec.get("nodeName")),
                     status.get("phase") == "Running",
-                    _is_ready(pod),
+                    is_ready(pod),
                     _reversed(str(pod["metadata"].get("creationTimestamp", ""))),
                     _reversed(str(pod["metadata"]["name"])),
                 )
 
             for pod in sorted(pods, key=rank)[: len(pods) - wanted]:
-                self._write(self.server._delete, self.pods, key[0], pod["metadata"]["name"], {})
-                self._event(rs, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+                self.write(self.server._delete, self.pods, key[0], pod["metadata"]["name"], {})
+                self.record_event(rs, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
         stored = self.server.storage.get(self.replica_sets, key)
         if stored is None:
             return
         rs = stored.obj
-        pods = [p for p in self._owned(self.pods, key[0], rs) if not _deleting(p)]
-        template_labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
-        ready = sum(1 for p in pods if _is_ready(p))
+        pods = [p for p in self.owned(self.pods, key[0], rs) if not deleting(p)]
+        template_labels = as_dict(
+            as_dict(as_dict(spec.get("template")).get("metadata")).get("labels")
+        )
+        ready = sum(1 for p in pods if is_ready(p))
         status: JSON = {"replicas": len(pods)}
         labelled = sum(
             1
             for p in pods
             if all(
-                _dict(p["metadata"].get("labels")).get(k) == v for k, v in template_labels.items()
+                as_dict(p["metadata"].get("labels")).get(k) == v for k, v in template_labels.items()
             )
         )
         for field, count in (
@@ -359,12 +340,12 @@ class Controllers:
         ):
             if count:
                 status[field] = count
-        status["observedGeneration"] = _int(rs["metadata"].get("generation"), 1)
+        status["observedGeneration"] = as_int(rs["metadata"].get("generation"), 1)
         if failure is not None:
             # The ReplicaFailure condition the controller sets when a pod create fails.
             before = [
                 c
-                for c in _dict(rs.get("status")).get("conditions") or []
+                for c in as_dict(rs.get("status")).get("conditions") or []
                 if isinstance(c, dict) and c.get("type") == "ReplicaFailure"
             ]
             status["conditions"] = [
@@ -378,46 +359,46 @@ class Controllers:
                     "message": failure,
                 }
             ]
-        self._write_status(self.replica_sets, rs, status)
+        self.write_status(self.replica_sets, rs, status)
 
     def _pod_from(self, rs: JSON) -> JSON:
-        template = deep_copy(_dict(_dict(rs.get("spec")).get("template")))
-        meta = _dict(template.get("metadata"))
+        template = deep_copy(as_dict(as_dict(rs.get("spec")).get("template")))
+        meta = as_dict(template.get("metadata"))
         pod_meta: JSON = {"generateName": f"{rs['metadata']['name']}-"}
         for field in ("labels", "annotations", "finalizers"):
             if meta.get(field):
                 pod_meta[field] = meta[field]
-        pod_meta["ownerReferences"] = [_owner_reference(rs)]
-        return {"metadata": pod_meta, "spec": _dict(template.get("spec"))}
+        pod_meta["ownerReferences"] = [owner_reference(rs)]
+        return {"metadata": pod_meta, "spec": as_dict(template.get("spec"))}
 
     # -- the Deployment controller --------------------------------------------------------
     def _sync_deployment(self, key: Key) -> None:
-        deployment = self._live(self.deployments, key)
+        deployment = self.live(self.deployments, key)
         if deployment is None:
             return
-        spec = _dict(deployment.get("spec"))
-        wanted = _int(spec.get("replicas"), 1)
-        owned = self._owned(self.replica_sets, key[0], deployment)
-        template = _dict(spec.get("template"))
-        status_in = _dict(deployment.get("status"))
+        spec = as_dict(deployment.get("spec"))
+        wanted = as_int(spec.get("replicas"), 1)
+        owned = self.owned(self.replica_sets, key[0], deployment)
+        template = as_dict(spec.get("template"))
+        status_in = as_dict(deployment.get("status"))
         collisions = status_in.get("collisionCount")
         hash_ = pod_template_hash(template, collisions if isinstance(collisions, int) else None)
         new = next(
             (
                 rs
                 for rs in owned
-                if _dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
+                if as_dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
             ),
             None,
         )
         olds = [rs for rs in owned if rs is not new]
         created = False
         if not spec.get("paused"):
-            recreate = _dict(spec.get("strategy")).get("type") == "Recreate"
+            recreate = as_dict(spec.get("strategy")).get("type") == "Recreate"
             if recreate:
                 for rs in olds:
                     self._scale(rs, 0)
-            if recreate and any(self._owned(self.pods, key[0], rs) for rs in olds):
+            if recreate and any(self.owned(self.pods, key[0], rs) for rs in olds):
                 pass  # the new ReplicaSet waits until no old pod is left, terminating or not
             elif new is None:
                 new = self._new_replica_set(deployment, template, hash_, olds, wanted)
@@ -425,8 +406,8 @@ class Controllers:
             else:
                 self._scale(new, wanted)
                 new = self._current(self.replica_sets, new)
-            new_status = _dict(new.get("status")) if new is not None else {}
-            if new is not None and _int(new_status.get("availableReplicas")) >= wanted:
+            new_status = as_dict(new.get("status")) if new is not None else {}
+            if new is not None and as_int(new_status.get("availableReplicas")) >= wanted:
                 for rs in olds:
                     self._scale(rs, 0)
             self._annotate_revision(key, new)
@@ -434,16 +415,16 @@ class Controllers:
         if stored is None:
             return
         deployment = stored.obj
-        owned = self._owned(self.replica_sets, key[0], deployment)
+        owned = self.owned(self.replica_sets, key[0], deployment)
         new = next(
             (
                 rs
                 for rs in owned
-                if _dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
+                if as_dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
             ),
             None,
         )
-        self._write_status(
+        self.write_status(
             self.deployments, deployment, self._deployment_status(deployment, owned, new, created)
         )
 
@@ -455,16 +436,16 @@ class Controllers:
 
     def _scale(self, rs: JSON, replicas: int) -> None:
         current = self._current(self.replica_sets, rs)
-        if current is None or _int(_dict(current.get("spec")).get("replicas"), 1) == replicas:
+        if current is None or as_int(as_dict(current.get("spec")).get("replicas"), 1) == replicas:
             return
-        before = _int(_dict(current.get("spec")).get("replicas"), 1)
+        before = as_int(as_dict(current.get("spec")).get("replicas"), 1)
         body = deep_copy(current)
         body["spec"]["replicas"] = replicas
         annotations = body["metadata"].setdefault("annotations", {})
         if replicas:
             annotations[DESIRED_REPLICAS] = str(replicas)
         meta = body["metadata"]
-        self._write(
+        self.write(
             self.server._update, self.replica_sets, meta["namespace"], meta["name"], body, None
         )
         self._scaled(meta, before, replicas)
@@ -475,17 +456,17 @@ class Controllers:
         name = f"{deployment['metadata']['name']}-{hash_}"
         namespace = deployment["metadata"]["namespace"]
         revisions = [
-            int(str(_dict(rs["metadata"].get("annotations")).get(REVISION, "0")) or 0)
+            int(str(as_dict(rs["metadata"].get("annotations")).get(REVISION, "0")) or 0)
             for rs in olds
-            if str(_dict(rs["metadata"].get("annotations")).get(REVISION, "0")).isdigit()
+            if str(as_dict(rs["metadata"].get("annotations")).get(REVISION, "0")).isdigit()
         ]
         revision = max(revisions, default=0) + 1
         new_template = deep_copy(template)
         template_meta = new_template.setdefault("metadata", {})
-        template_meta["labels"] = {**_dict(template_meta.get("labels")), POD_TEMPLATE_HASH: hash_}
-        selector = deep_copy(_dict(_dict(deployment.get("spec")).get("selector")))
-        selector["matchLabels"] = {**_dict(selector.get("matchLabels")), POD_TEMPLATE_HASH: hash_}
-        spec = _dict(deployment.get("spec"))
+        template_meta["labels"] = {**as_dict(template_meta.get("labels")), POD_TEMPLATE_HASH: hash_}
+        selector = deep_copy(as_dict(as_dict(deployment.get("spec")).get("selector")))
+        selector["matchLabels"] = {**as_dict(selector.get("matchLabels")), POD_TEMPLATE_HASH: hash_}
+        spec = as_dict(deployment.get("spec"))
         body: JSON = {
             "metadata": {
                 "name": name,
@@ -495,17 +476,17 @@ class Controllers:
                     MAX_REPLICAS: str(wanted + _surge(spec, wanted)),
                     REVISION: str(revision),
                 },
-                "ownerReferences": [_owner_reference(deployment)],
+                "ownerReferences": [owner_reference(deployment)],
             },
             "spec": {
                 "replicas": wanted,
-                "minReadySeconds": _int(spec.get("minReadySeconds")),
+                "minReadySeconds": as_int(spec.get("minReadySeconds")),
                 "selector": selector,
                 "template": new_template,
             },
         }
         try:
-            stored = self._write(self.server._create, self.replica_sets, body, namespace)
+            stored = self.write(self.server._create, self.replica_sets, body, namespace)
         except st.StatusError:
             return None  # a name taken by an object this Deployment does not own
         self._scaled(stored.obj["metadata"], 0, wanted)
@@ -514,29 +495,29 @@ class Controllers:
     def _annotate_revision(self, key: Key, new: JSON | None) -> None:
         if new is None:
             return
-        revision = _dict(new["metadata"].get("annotations")).get(REVISION)
+        revision = as_dict(new["metadata"].get("annotations")).get(REVISION)
         stored = self.server.storage.get(self.deployments, key)
         if stored is None or revision is None:
             return
-        annotations = _dict(stored.obj["metadata"].get("annotations"))
+        annotations = as_dict(stored.obj["metadata"].get("annotations"))
         if annotations.get(REVISION) == revision:
             return
         body = deep_copy(stored.obj)
         body["metadata"]["annotations"] = {**annotations, REVISION: revision}
-        self._write(self.server._update, self.deployments, key[0], key[1], body, None)
+        self.write(self.server._update, self.deployments, key[0], key[1], body, None)
 
     def _deployment_status(
         self, deployment: JSON, owned: list[JSON], new: JSON | None, created: bool
     ) -> JSON:
-        spec = _dict(deployment.get("spec"))
-        wanted = _int(spec.get("replicas"), 1)
-        old_status = _dict(deployment.get("status"))
-        counts = [_dict(rs.get("status")) for rs in owned]
-        replicas = sum(_int(s.get("replicas")) for s in counts)
-        ready = sum(_int(s.get("readyReplicas")) for s in counts)
-        available = sum(_int(s.get("availableReplicas")) for s in counts)
-        updated = _int(_dict(new.get("status")).get("replicas")) if new is not None else 0
-        status: JSON = {"observedGeneration": _int(deployment["metadata"].get("generation"), 1)}
+        spec = as_dict(deployment.get("spec"))
+        wanted = as_int(spec.get("replicas"), 1)
+        old_status = as_dict(deployment.get("status"))
+        counts = [as_dict(rs.get("status")) for rs in owned]
+        replicas = sum(as_int(s.get("replicas")) for s in counts)
+        ready = sum(as_int(s.get("readyReplicas")) for s in counts)
+        available = sum(as_int(s.get("availableReplicas")) for s in counts)
+        updated = as_int(as_dict(new.get("status")).get("replicas")) if new is not None else 0
+        status: JSON = {"observedGeneration": as_int(deployment["metadata"].get("generation"), 1)}
         for field, count in (
             ("replicas", replicas),
             ("updatedReplicas", updated),
@@ -617,20 +598,20 @@ def _percent_or_int(value: Any, total: int, *, round_up: bool) -> int:
 
 
 def _surge(spec: JSON, wanted: int) -> int:
-    strategy = _dict(spec.get("strategy"))
+    strategy = as_dict(spec.get("strategy"))
     if strategy.get("type") == "Recreate":
         return 0
     return _percent_or_int(
-        _dict(strategy.get("rollingUpdate")).get("maxSurge", "25%"), wanted, round_up=True
+        as_dict(strategy.get("rollingUpdate")).get("maxSurge", "25%"), wanted, round_up=True
     )
 
 
 def _max_unavailable(spec: JSON, wanted: int) -> int:
-    strategy = _dict(spec.get("strategy"))
+    strategy = as_dict(spec.get("strategy"))
     if strategy.get("type") == "Recreate":
         return 0
     value = _percent_or_int(
-        _dict(strategy.get("rollingUpdate")).get("maxUnavailable", "25%"), wanted, round_up=False
+        as_dict(strategy.get("rollingUpdate")).get("maxUnavailable", "25%"), wanted, round_up=False
     )
     return min(value, wanted)
 

@@ -823,7 +823,7 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
     nodes = [line.split() for line in kubectl.ok("get", "nodes").splitlines()]
     assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     assert [n[:3] + n[4:] for n in nodes[1:]] == [
-        ["node-0", "Ready", "<none>", "v1.33.0"],
+        ["node-0", "Ready", "control-plane", "v1.33.0"],  # it runs the static pods
         ["node-1", "Ready", "<none>", "v1.33.0"],
     ]
 
@@ -904,3 +904,69 @@ def test_create_token_auth_whoami_and_can_i_answer_as_a_cluster_admin(
     assert kubectl.ok("auth", "can-i", "create", "pods", "-n", namespace).strip() == "yes"
     if kubectl.version != "1.27":  # 1.27 asks for SelfSubjectReview v1alpha1 or v1beta1 only
         assert "kubernetes-admin" in kubectl.ok("auth", "whoami")
+
+
+def test_kube_system_runs_a_clusters_pods_and_sets_roll_out(
+    kubectl_on_nodes: Kubectl, cluster: Served, tmp_path: Path
+) -> None:
+    kubectl = kubectl_on_nodes
+    # They start half a second after the server does; the timeout is a hang guard.
+    kubectl.ok(
+        "wait", "--for=condition=Ready", "pods", "--all", "-n", "kube-system", "--timeout=60s"
+    )
+    system = [line.split() for line in kubectl.ok("get", "pods", "-n", "kube-system").splitlines()]
+    names = sorted(row[0] for row in system[1:])
+    assert [n for n in names if n.endswith("-node-0")] == [
+        "etcd-node-0",
+        "kube-apiserver-node-0",
+        "kube-controller-manager-node-0",
+        "kube-scheduler-node-0",
+    ]
+    assert sum(n.startswith("coredns-") for n in names) == 2
+    assert sum(n.startswith("kube-proxy-") for n in names) == 2  # one per node
+    assert {row[2] for row in system[1:]} == {"Running"}
+    assert "kubernetes" in kubectl.ok("get", "services", "-n", "default", "-o", "name")
+    namespace = cluster.api.namespace(f"sets-{kubectl.tag}")
+    n = ("-n", namespace)
+    template = {
+        "metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]},
+    }
+    selector = {"matchLabels": {"app": "x"}}
+    manifests = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": selector,
+                "template": template,
+            },
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {"selector": selector, "template": template},
+        },
+    ]
+    path = tmp_path / "sets.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+    kubectl.ok("apply", "-f", str(path), *n)
+    done = kubectl.ok("rollout", "status", "statefulset/db", "--timeout=60s", *n)
+    assert "partitioned roll out complete" in done or "roll out complete" in done, done
+    done = kubectl.ok("rollout", "status", "daemonset/agent", "--timeout=60s", *n)
+    assert 'daemon set "agent" successfully rolled out' in done, done
+    pods = kubectl.ok("get", "pods", "-o", "name", *n).split()
+    assert {"pod/db-0", "pod/db-1"} <= set(pods)
+    assert len(pods) == 4  # two ordinals, one daemon pod per node
+    kubectl.ok("set", "image", "statefulset/db", "main=nginx:1.27", *n)
+    kubectl.ok("rollout", "status", "statefulset/db", "--timeout=60s", *n)
+    history = kubectl.ok("rollout", "history", "statefulset/db", *n)
+    assert [line.split()[0] for line in history.splitlines()[1:] if line.strip()] == [
+        "REVISION",
+        "1",
+        "2",
+    ], history

@@ -9,11 +9,8 @@ MUTANTS = [
     dict(
         name="scheduler-ignores-node-selector",
         path="kubesim/server/kubelet.py",
-        old=(
-            'and all((node["metadata"].get("labels") or {}).get(k) == v '
-            "for k, v in selector.items())"
-        ),
-        new="and True",
+        old="any(labels.get(k) != v for k, v in selector.items())",
+        new="False",
         tests=[f"{KUBELET}::test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits"],
         why="a pod is bound to a node its nodeSelector does not allow",
     ),
@@ -46,8 +43,8 @@ MUTANTS = [
     dict(
         name="replica-set-deletes-ready-pods-first",
         path="kubesim/server/workloads.py",
-        old="                    _is_ready(pod),\n",
-        new="                    not _is_ready(pod),\n",
+        old="                    is_ready(pod),\n",
+        new="                    not is_ready(pod),\n",
         tests=[f"{WORKLOADS}::test_scaling_creates_and_deletes_pods_the_not_ready_first"],
         why="scaling down kills serving pods before ones that are not ready",
     ),

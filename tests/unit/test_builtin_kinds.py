@@ -11,7 +11,12 @@ import pytest
 
 from kubesim import APIServer
 from kubesim.server import discovery
-from kubesim.server.builtin_kinds import BUILTIN_KINDS, CLIENT_VERSION, RETURNS_DELETED_OBJECT
+from kubesim.server.builtin_kinds import (
+    BUILTIN_KINDS,
+    CLIENT_VERSION,
+    RETURNS_DELETED_OBJECT,
+    REVIEW_KINDS,
+)
 from kubesim.server.encoding import loads
 from kubesim.server.routes import Request, handle
 
@@ -23,7 +28,7 @@ def test_the_table_is_what_the_installed_client_describes() -> None:
         pytest.skip(
             f"the table comes from client {CLIENT_VERSION}; {kubernetes.__version__} is installed"
         )
-    from tools.gen_builtin_kinds import read_client
+    from tools.gen_builtin_kinds import read_client, read_reviews
 
     regenerated = [
         (
@@ -40,6 +45,8 @@ def test_the_table_is_what_the_installed_client_describes() -> None:
     assert regenerated == list(BUILTIN_KINDS), "run tools/gen_builtin_kinds.py"
     returning = {(r["group"], r["plural"]) for r in read_client() if r["delete_returns_object"]}
     assert returning == RETURNS_DELETED_OBJECT, "run tools/gen_builtin_kinds.py"
+    assert read_reviews() == list(REVIEW_KINDS), "run tools/gen_builtin_kinds.py"
+    assert ("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False) in REVIEW_KINDS
     # The kinds whose delete answers with the object in the official client's own e2e tests.
     assert {("", "pods"), ("", "services")} <= RETURNS_DELETED_OBJECT
     assert ("", "configmaps") not in RETURNS_DELETED_OBJECT
@@ -75,7 +82,7 @@ MINIMAL_SPECS = {"pods": {"spec": {"containers": [{"name": "c", "image": "busybo
 
 def test_every_served_kind_is_created_read_listed_watched_and_deleted() -> None:
     server = APIServer(seed=0)
-    served = [r for r in server.resources if "create" in r.verbs]
+    served = [r for r in server.resources if "create" in r.verbs and not r.review]
     assert len(served) >= 60
     for resource in served:
         base = resource.path_prefix()

@@ -242,7 +242,7 @@ def test_controllers_that_never_settle_are_held_back_and_the_request_completes(
     writes = server.storage.rv
     # A status that changes on every sync: each write queues the ReplicaSet again.
     ticks = iter(range(1_000_000))
-    monkeypatch.setattr(workloads, "_is_ready", lambda pod: next(ticks) % 2 == 0)
+    monkeypatch.setattr(workloads, "is_ready", lambda pod: next(ticks) % 2 == 0)
     monkeypatch.setattr(workloads, "MAX_SYNCS_PER_DRAIN", 50)
     (rs,) = names(server, "replicasets")
     server.patch("replicasets", rs, {"metadata": {"labels": {"a": "b"}}}, namespace=NS)

@@ -1,0 +1,223 @@
+"""The DaemonSet controller: one pod on every node that fits.
+
+What pkg/controller/daemon does that clients and tests see, without its timing:
+
+- For each node whose labels match the template's ``nodeSelector``, one pod from the template
+  (``generateName: {set}-``, owned by the set), pinned to the node by the required node affinity
+  the controller writes (``matchFields`` on ``metadata.name``), which the scheduler
+  (:mod:`kubesim.server.kubelet`) honours; with the tolerations the controller adds
+  (``not-ready`` and ``unreachable`` ``NoExecute``; disk, memory and PID pressure and
+  ``unschedulable`` ``NoSchedule``; ``network-unavailable`` for host-network pods), and the
+  labels ``controller-revision-hash`` and ``pod-template-generation``.
+- A pod on a node that no longer fits, or a second pod on one node, is deleted; a node added
+  later gets its pod.
+- A changed template is a new ControllerRevision (:mod:`kubesim.server.revisions`); with the
+  ``RollingUpdate`` strategy (``maxUnavailable`` 1), once every pod is ready, one pod of an older
+  revision is deleted at a time and made again from the new template; ``OnDelete`` waits.
+- ``status``: ``desiredNumberScheduled``, ``currentNumberScheduled``, ``numberMisscheduled``,
+  ``numberReady``, ``numberAvailable``, ``numberUnavailable``, ``updatedNumberScheduled`` and
+  ``observedGeneration``: what ``kubectl rollout status daemonset`` reads.
+
+Taints are not modelled (no node has any), so every node that matches the selector fits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubesim.server import revisions
+from kubesim.server import status as st
+from kubesim.server.encoding import deep_copy
+from kubesim.server.kubelet import fits_node
+from kubesim.server.objects import as_dict, as_int, deleting, is_ready, owner_reference
+from kubesim.server.storage import Key
+
+if TYPE_CHECKING:
+    from kubesim.server.workloads import Controllers
+
+JSON = dict[str, Any]
+
+TEMPLATE_GENERATION_LABEL = "pod-template-generation"
+# pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations, in the order it adds them.
+_TOLERATIONS = [
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+]
+_HOST_NETWORK_TOLERATION = ("node.kubernetes.io/network-unavailable", "NoSchedule")
+
+
+def pinned_node(pod: JSON) -> str | None:
+    """The node a daemon pod is for: its ``nodeName``, else its affinity's ``metadata.name``."""
+    spec = as_dict(pod.get("spec"))
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    required = as_dict(
+        as_dict(as_dict(spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    )
+    for term in required.get("nodeSelectorTerms") or []:
+        for field in as_dict(term).get("matchFields") or []:
+            field = as_dict(field)
+            values = field.get("values") or []
+            if field.get("key") == "metadata.name" and field.get("operator") == "In" and values:
+                return str(values[0])
+    return None
+
+
+class DaemonSets:
+    """The DaemonSet controller of one server's :class:`~kubesim.server.workloads.Controllers`."""
+
+    def __init__(self, controllers: Controllers) -> None:
+        self.controllers = controllers
+        self.server = controllers.server
+        self.pods = self.server.resource("pods")
+        self.sets = self.server.resource("daemonsets")
+        self.nodes = self.server.resource("nodes")
+
+    def sync(self, key: Key) -> None:
+        owner = self.controllers.live(self.sets, key)
+        if owner is None:
+            return
+        revision = revisions.current(self.controllers, owner)
+        if revision is None:
+            return
+        hash_ = revision[1]
+        template = as_dict(as_dict(owner.get("spec")).get("template"))
+        fitting = self._fitting_nodes(template)
+        by_node: dict[str, list[JSON]] = {}
+        for pod in self.controllers.owned(self.pods, key[0], owner):
+            if not deleting(pod):
+                by_node.setdefault(pinned_node(pod) or "", []).append(pod)
+        for node in fitting:
+            if node not in by_node:
+                self._create_pod(owner, node, hash_)
+        for node, pods in sorted(by_node.items()):
+            # Newest kept first would be the real order; the oldest is kept here (by name).
+            surplus = pods if node not in fitting else sorted(pods, key=_name)[1:]
+            for pod in surplus:
+                self._delete_pod(owner, pod)
+        self._roll(owner, by_node, fitting, hash_)
+        stored = self.server.storage.get(self.sets, key)
+        if stored is not None:
+            self._write_status(stored.obj, fitting, hash_)
+
+    def _fitting_nodes(self, template: JSON) -> list[str]:
+        probe = {"spec": {"nodeSelector": as_dict(template.get("spec")).get("nodeSelector")}}
+        return [
+            key[1]
+            for key, stored in self.server.storage.items(self.nodes)
+            if not deleting(stored.obj) and fits_node(probe, stored.obj)
+        ]
+
+    def _roll(
+        self, owner: JSON, by_node: dict[str, list[JSON]], fitting: list[str], hash_: str
+    ) -> None:
+        strategy = as_dict(as_dict(owner.get("spec")).get("updateStrategy"))
+        if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+            return
+        current = [by_node[n][0] for n in fitting if n in by_node]
+        if len(current) < len(fitting) or any(not is_ready(p) for p in current):
+            return  # maxUnavailable 1: one pod replaced at a time, the others ready
+        for pod in sorted(current, key=_name):
+            if as_dict(pod["metadata"].get("labels")).get(revisions.POD_REVISION_LABEL) != hash_:
+                self._delete_pod(owner, pod)
+                return
+
+    def _create_pod(self, owner: JSON, node: str, hash_: str) -> None:
+        template = deep_copy(as_dict(as_dict(owner.get("spec")).get("template")))
+        meta = as_dict(template.get("metadata"))
+        spec = as_dict(template.get("spec"))
+        affinity = as_dict(spec.get("affinity"))
+        affinity["nodeAffinity"] = {
+            **as_dict(affinity.get("nodeAffinity")),
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+        }
+        spec["affinity"] = affinity
+        spec["tolerations"] = _with_daemon_tolerations(spec)
+        generation = as_int(owner["metadata"].get("generation"), 1)
+        labels = {
+            **as_dict(meta.get("labels")),
+            revisions.POD_REVISION_LABEL: hash_,
+            TEMPLATE_GENERATION_LABEL: str(generation),
+        }
+        body: JSON = {
+            "metadata": {
+                "generateName": f"{owner['metadata']['name']}-",
+                "labels": labels,
+                **({"annotations": meta["annotations"]} if meta.get("annotations") else {}),
+                "ownerReferences": [owner_reference(owner)],
+            },
+            "spec": spec,
+        }
+        namespace = owner["metadata"]["namespace"]
+        try:
+            made = self.controllers.write(self.server._create, self.pods, body, namespace)
+        except st.StatusError as exc:
+            self.controllers.record_event(
+                owner, "FailedCreate", f"Error creating: {exc}", warning=True
+            )
+            return
+        message = f"Created pod: {made.obj['metadata']['name']}"
+        self.controllers.record_event(owner, "SuccessfulCreate", message)
+
+    def _delete_pod(self, owner: JSON, pod: JSON) -> None:
+        name = pod["metadata"]["name"]
+        self.controllers.write(
+            self.server._delete, self.pods, pod["metadata"]["namespace"], name, {}
+        )
+        self.controllers.record_event(owner, "SuccessfulDelete", f"Deleted pod: {name}")
+
+    def _write_status(self, owner: JSON, fitting: list[str], hash_: str) -> None:
+        pods = [
+            p
+            for p in self.controllers.owned(self.pods, owner["metadata"]["namespace"], owner)
+            if not deleting(p)
+        ]
+        on_fitting = [p for p in pods if pinned_node(p) in fitting]
+        scheduled = {pinned_node(p) for p in on_fitting if as_dict(p.get("spec")).get("nodeName")}
+        ready = sum(1 for p in on_fitting if is_ready(p))
+        updated = sum(
+            1
+            for p in on_fitting
+            if as_dict(p["metadata"].get("labels")).get(revisions.POD_REVISION_LABEL) == hash_
+        )
+        status: JSON = {
+            "currentNumberScheduled": len(scheduled),
+            "numberMisscheduled": len(pods) - len(on_fitting),
+            "desiredNumberScheduled": len(fitting),
+            "numberReady": ready,
+            "observedGeneration": as_int(owner["metadata"].get("generation"), 1),
+            "updatedNumberScheduled": updated,
+            "numberAvailable": ready,
+            "numberUnavailable": len(fitting) - ready,
+        }
+        for zero in ("observedGeneration", "updatedNumberScheduled", "numberAvailable"):
+            if not status[zero]:
+                del status[zero]  # omitempty, as the API encodes them
+        if not status["numberUnavailable"]:
+            del status["numberUnavailable"]
+        self.controllers.write_status(self.sets, owner, status)
+
+
+def _with_daemon_tolerations(spec: JSON) -> list[JSON]:
+    tolerations = [t for t in spec.get("tolerations") or [] if isinstance(t, dict)]
+    wanted = list(_TOLERATIONS)
+    if spec.get("hostNetwork"):
+        wanted.append(_HOST_NETWORK_TOLERATION)
+    for key, effect in wanted:
+        if not any(t.get("key") == key and t.get("effect") == effect for t in tolerations):
+            tolerations.append({"key": key, "operator": "Exists", "effect": effect})
+    return tolerations
+
+
+def _name(pod: JSON) -> str:
+    return str(pod["metadata"]["name"])

@@ -1,0 +1,72 @@
+"""ControllerRevisions: the template history of StatefulSets and DaemonSets.
+
+Their controllers (pkg/controller/history) keep each pod template they have run as an
+``apps/v1`` ControllerRevision owned by the set: named ``{set}-{hash}``, labelled with the
+template's labels and ``controller.kubernetes.io/hash``, its ``data`` the patch that restores
+the template, its ``revision`` one more than the newest before. ``kubectl rollout history`` and
+``rollout undo`` read them; the pods carry the revision in ``controller-revision-hash``. Old
+revisions are kept (``revisionHistoryLimit`` is not enforced).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubesim.server import status as st
+from kubesim.server.encoding import deep_copy
+from kubesim.server.objects import (
+    as_dict,
+    as_int,
+    controller_of,
+    owner_reference,
+    pod_template_hash,
+)
+
+if TYPE_CHECKING:
+    from kubesim.server.workloads import Controllers
+
+JSON = dict[str, Any]
+
+HASH_LABEL = "controller.kubernetes.io/hash"
+POD_REVISION_LABEL = "controller-revision-hash"
+
+
+def current(controllers: Controllers, owner: JSON) -> tuple[str, str] | None:
+    """The revision of ``owner``'s template, created when it has none yet: (name, hash), or
+    None when the name is taken by an object the owner does not own."""
+    server = controllers.server
+    resource = server.resource("controllerrevisions")
+    namespace = owner["metadata"]["namespace"]
+    template = as_dict(as_dict(owner.get("spec")).get("template"))
+    # The status's collisionCount, 0 until set (the set's first status write sets it to 0).
+    hash_ = pod_template_hash(template, as_int(as_dict(owner.get("status")).get("collisionCount")))
+    name = f"{owner['metadata']['name']}-{hash_}"
+    existing = server.storage.get(resource, (namespace, name))
+    if existing is not None:
+        ref = controller_of(existing.obj) or {}
+        return (name, hash_) if ref.get("uid") == owner["metadata"]["uid"] else None
+    newest = max(
+        (
+            int(r.get("revision") or 0)
+            for r in controllers.owned(resource, namespace, owner)
+            if isinstance(r.get("revision"), int)
+        ),
+        default=0,
+    )
+    body = {
+        "metadata": {
+            "name": name,
+            "labels": {
+                **as_dict(as_dict(template.get("metadata")).get("labels")),
+                HASH_LABEL: hash_,
+            },
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "data": {"spec": {"template": {**deep_copy(template), "$patch": "replace"}}},
+        "revision": newest + 1,
+    }
+    try:
+        controllers.write(server._create, resource, body, namespace)
+    except st.StatusError:
+        return None
+    return name, hash_
