@@ -80,6 +80,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             transport.url,
             ca_pem=tls_files.ca_pem if tls_files is not None else None,
             token=args.token,
+            client_cert_pem=tls_files.client_cert_pem if tls_files is not None else None,
+            client_key_pem=tls_files.client_key_pem if tls_files is not None else None,
         )
         print(f"kubeconfig written to {args.kubeconfig}", flush=True)
     stop = threading.Event()

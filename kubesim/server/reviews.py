@@ -14,9 +14,11 @@ the subresource that issues service account tokens:
 - **TokenReview** (what webhooks and ``kr8s``' ``whoami`` ask): a token this server issued, not
   expired, for a service account that still exists with the same uid, is the account's user
   (``system:serviceaccounts`` groups); anything else is not authenticated.
-- **SelfSubjectReview** (``kubectl auth whoami``): who the request is. A service account token
-  this server issued is that account; any other request is the cluster administrator a kubeadm
-  cluster's ``admin.conf`` names (``kubernetes-admin``, ``kubeadm:cluster-admins``).
+- **SelfSubjectReview** (``kubectl auth whoami``): who the request is. A verified client
+  certificate (``kubesim serve --tls`` issues one) is its common name, its organizations the
+  groups; a service account token this server issued is that account; any other request is the
+  cluster administrator a kubeadm cluster's ``admin.conf`` names (``kubernetes-admin``,
+  ``kubeadm:cluster-admins``).
 - **SubjectAccessReview**, **SelfSubjectAccessReview**, **LocalSubjectAccessReview**
   (``kubectl auth can-i``) and **SelfSubjectRulesReview** (``can-i --list``): kubesim enforces no
   RBAC, so every request is allowed, and the answers say so (``allowed: true``; every verb on
@@ -31,6 +33,7 @@ import base64
 import datetime as _dt
 import hashlib
 import hmac
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -183,9 +186,10 @@ def token_request(server: APIServer, namespace: str, name: str, body: Any) -> JS
 
 # -- reviews --------------------------------------------------------------------------------
 def review(
-    server: APIServer, resource: ResourceType, namespace: str | None, body: Any, authorization: str
+    server: APIServer, resource: ResourceType, namespace: str | None, body: Any, user: JSON
 ) -> JSON:
-    """The answer to a POST of a review kind: the object sent, with its ``status``."""
+    """The answer to a POST of a review kind from ``user`` (:func:`user_of`): the object sent,
+    with its ``status``."""
     obj = _object(body, resource.kind)
     obj = {
         "kind": resource.kind,
@@ -199,7 +203,7 @@ def review(
     if kind == "TokenReview":
         obj["status"] = _token_review(server, spec)
     elif kind == "SelfSubjectReview":
-        obj["status"] = {"userInfo": user_of(server, authorization)}
+        obj["status"] = {"userInfo": user}
     elif kind == "SelfSubjectRulesReview":
         obj["status"] = dict(_ALL_RULES)
     elif kind in ("SubjectAccessReview", "SelfSubjectAccessReview", "LocalSubjectAccessReview"):
@@ -212,14 +216,27 @@ def review(
     return obj
 
 
-def user_of(server: APIServer, authorization: str) -> JSON:
-    """Who a request with this ``Authorization`` header is (see the module docstring)."""
-    scheme, _, credentials = authorization.partition(" ")
-    if scheme.lower() == "bearer":
-        user = _service_account_user(server, credentials)
-        if user is not None:
-            return user
+def user_of(server: APIServer, certificate_user: Any, authorization: str) -> JSON:
+    """Who a request is: the user of its verified client certificate (the transport's
+    ``Request.user``), else of a service account token this server issued in its
+    ``Authorization`` header, else the administrator (see the module docstring)."""
+    if isinstance(certificate_user, Mapping) and certificate_user.get("username"):
+        return {
+            "username": str(certificate_user["username"]),
+            "groups": [str(g) for g in certificate_user.get("groups") or []],
+        }
+    user = token_user(server, authorization)
+    if user is not None:
+        return user
     return {"username": ADMIN["username"], "groups": list(ADMIN["groups"])}
+
+
+def token_user(server: APIServer, authorization: str) -> JSON | None:
+    """The service account a ``Bearer`` token this server issued stands for, or None."""
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return _service_account_user(server, credentials.strip())
 
 
 def _token_review(server: APIServer, spec: JSON) -> JSON:

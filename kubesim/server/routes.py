@@ -58,6 +58,9 @@ class Request:
     query: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    # Who the transport authenticated the request as from a verified client certificate
+    # (``username`` and ``groups``), or None: the routes read other credentials from headers.
+    user: Mapping[str, Any] | None = None
 
     @classmethod
     def from_target(
@@ -551,7 +554,11 @@ def _review(server: APIServer, request: Request, target: _Target, query: Query) 
         return _json(201, {**st.success(), "code": 201})
     with server.lock:
         answer = reviews.review(
-            server, target.resource, target.namespace, body, request.header("Authorization")
+            server,
+            target.resource,
+            target.namespace,
+            body,
+            reviews.user_of(server, request.user, request.header("Authorization")),
         )
     return _json(201, answer)
 

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from kubesim.server import reviews
 from kubesim.server.apiserver import APIServer
 from kubesim.server.encoding import dumps
 from kubesim.server.live import LiveWait
@@ -99,17 +100,43 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _authorized(self) -> bool:
+    def _certificate_user(self) -> dict[str, Any] | None:
+        """The user of the client certificate the TLS handshake verified, or None: x509
+        request authentication, the common name the user and the organizations its groups."""
+        if not isinstance(self.connection, ssl.SSLSocket):
+            return None
+        certificate = self.connection.getpeercert()
+        if not certificate:
+            return None
+        # ``subject`` is a tuple of relative distinguished names, each a tuple of (key, value).
+        names: list[tuple[str, str]] = [
+            (str(pair[0]), str(pair[1])) for rdn in certificate.get("subject", ()) for pair in rdn
+        ]
+        common = [value for key, value in names if key == "commonName"]
+        if not common:
+            return None
+        groups = [value for key, value in names if key == "organizationName"]
+        return {"username": common[0], "groups": [*groups, "system:authenticated"]}
+
+    def _authorized(self, user: dict[str, Any] | None) -> bool:
+        """With ``--token``: the static token, a verified client certificate, or a service
+        account token the server issued (kube-apiserver's authenticators, any one enough)."""
         token = self.server.token
-        if token is None:
+        if token is None or user is not None:
             return True
-        scheme, _, credentials = self.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            credentials.strip().encode(), token.encode()
-        )
+        header = self.headers.get("Authorization", "")
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        if hmac.compare_digest(credentials.strip().encode(), token.encode()):
+            return True
+        api = self.server.api
+        with api.lock:
+            return reviews.token_user(api, header) is not None
 
     def _serve(self) -> None:
-        if not self._authorized():
+        user = self._certificate_user()
+        if not self._authorized(user):
             # Answered before the body is read: a request with a body leaves it unread.
             if self.headers.get("Content-Length", "0") != "0" or self.headers.get(
                 "Transfer-Encoding"
@@ -127,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         target = self.path
         path, _, query = target.partition("?")
-        request = Request(self.command, path or "/", query, dict(self.headers.items()), body)
+        request = Request(self.command, path or "/", query, dict(self.headers.items()), body, user)
         response = handle(self.server.api, request)
         if isinstance(response.body, WatchStream):
             self._stream(response.body)
@@ -305,11 +332,14 @@ def write_kubeconfig(
     namespace: str = "default",
     ca_pem: bytes | None = None,
     token: str | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
 ) -> None:
     """A kubeconfig with one cluster, user and context named ``kubesim``.
 
-    ``ca_pem`` goes in as ``certificate-authority-data`` and ``token`` as the user's bearer
-    token; the file is then readable by its owner only.
+    ``ca_pem`` goes in as ``certificate-authority-data``, ``token`` as the user's bearer token,
+    the client certificate and key as ``client-certificate-data`` and ``client-key-data``; with
+    any secret in it, the file is readable by its owner only.
     """
     import base64
     import json
@@ -318,7 +348,12 @@ def write_kubeconfig(
     cluster: dict[str, Any] = {"server": url}
     if ca_pem is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode("ascii")
-    user: dict[str, Any] = {} if token is None else {"token": token}
+    user: dict[str, Any] = {}
+    if client_cert_pem is not None and client_key_pem is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert_pem).decode("ascii")
+        user["client-key-data"] = base64.b64encode(client_key_pem).decode("ascii")
+    if token is not None:
+        user["token"] = token
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -334,7 +369,7 @@ def write_kubeconfig(
         "preferences": {},
     }
     with open(path, "w", encoding="utf-8") as handle_:
-        if token is not None:
+        if user:
             os.chmod(path, 0o600)
         json.dump(config, handle_, indent=2)
         handle_.write("\n")

@@ -1,10 +1,14 @@
-"""HTTPS for ``kubesim serve --tls``: a throwaway CA and a loopback server certificate.
+"""HTTPS for ``kubesim serve --tls``: a throwaway CA, a loopback server certificate and an
+administrator's client certificate.
 
 :func:`generate` makes a self-signed CA and a server certificate it signs, valid for
-``127.0.0.1``, ``::1`` and ``localhost``, writes the PEM files to a fresh private directory and
-returns them as :class:`TLSFiles`. :meth:`TLSFiles.server_context` builds the server's
-:class:`ssl.SSLContext`; clients trust :attr:`TLSFiles.ca_pem` (``kubesim serve`` puts it in the
-kubeconfig as ``certificate-authority-data``).
+``127.0.0.1``, ``::1`` and ``localhost``, and a client certificate for ``kubernetes-admin`` in
+``kubeadm:cluster-admins`` (the user of a kubeadm cluster's ``admin.conf``), writes the server's
+PEM files to a fresh private directory and returns them as :class:`TLSFiles`.
+:meth:`TLSFiles.server_context` builds the server's :class:`ssl.SSLContext`, which accepts client
+certificates the CA signed; clients trust :attr:`TLSFiles.ca_pem` and present the client
+certificate (``kubesim serve`` puts them in the kubeconfig as ``certificate-authority-data``,
+``client-certificate-data`` and ``client-key-data``, as kind's kubeconfig has them).
 
 The keys are ECDSA P-256 and never leave the directory (mode 0700) the caller removes with
 :meth:`TLSFiles.cleanup`. Certificates are valid from one day before generation for 30 days:
@@ -24,6 +28,8 @@ from dataclasses import dataclass
 
 SERVER_NAMES = ("localhost",)
 SERVER_ADDRESSES = ("127.0.0.1", "::1")
+CLIENT_USER = "kubernetes-admin"
+CLIENT_GROUP = "kubeadm:cluster-admins"
 VALIDITY = _dt.timedelta(days=30)
 
 
@@ -36,12 +42,18 @@ class TLSFiles:
     server_cert: str
     server_key: str
     ca_pem: bytes
+    # The administrator's client certificate and key (PEM), for the kubeconfig.
+    client_cert_pem: bytes = b""
+    client_key_pem: bytes = b""
 
     def server_context(self) -> ssl.SSLContext:
-        """A server-side context: TLS 1.2 or newer, the generated certificate and key."""
+        """A server-side context: TLS 1.2 or newer, the generated certificate and key, and
+        client certificates the CA signed accepted (optional: a client may present none)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(self.server_cert, self.server_key)
+        context.load_verify_locations(cadata=self.ca_pem.decode("ascii"))
+        context.verify_mode = ssl.CERT_OPTIONAL
         return context
 
     def client_context(self) -> ssl.SSLContext:
@@ -127,6 +139,32 @@ def generate(directory: str | None = None) -> TLSFiles:
         .sign(ca_key, hashes.SHA256())
     )
 
+    # kubeadm's admin.conf user: the API server maps the certificate's CN to the user name and
+    # its O to groups (x509 request authentication).
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client_cert = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, CLIENT_GROUP),
+                    x509.NameAttribute(NameOID.COMMON_NAME, CLIENT_USER),
+                ]
+            )
+        )
+        .issuer_name(ca_name)
+        .public_key(client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+
     ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
     files = TLSFiles(
         directory=directory,
@@ -134,6 +172,12 @@ def generate(directory: str | None = None) -> TLSFiles:
         server_cert=os.path.join(directory, "tls.crt"),
         server_key=os.path.join(directory, "tls.key"),
         ca_pem=ca_pem,
+        client_cert_pem=client_cert.public_bytes(serialization.Encoding.PEM),
+        client_key_pem=client_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
     )
     _write(files.ca_cert, ca_pem)
     _write(files.server_cert, server_cert.public_bytes(serialization.Encoding.PEM))
@@ -148,4 +192,11 @@ def generate(directory: str | None = None) -> TLSFiles:
     return files
 
 
-__all__ = ["SERVER_ADDRESSES", "SERVER_NAMES", "TLSFiles", "generate"]
+__all__ = [
+    "CLIENT_GROUP",
+    "CLIENT_USER",
+    "SERVER_ADDRESSES",
+    "SERVER_NAMES",
+    "TLSFiles",
+    "generate",
+]

@@ -54,14 +54,30 @@ class Secured:
     kubeconfig: Path
     ca_pem: bytes
 
-    def context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cadata=self.ca_pem.decode("ascii"))
+    def context(self, *, certificate: bool = False) -> ssl.SSLContext:
+        """Trusts the generated CA; ``certificate``: presents the kubeconfig's client
+        certificate too."""
+        context = ssl.create_default_context(cadata=self.ca_pem.decode("ascii"))
+        if certificate:
+            user = json.loads(self.kubeconfig.read_text())["users"][0]["user"]
+            directory = self.kubeconfig.parent
+            cert, key = directory / "client.crt", directory / "client.key"
+            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            key.write_bytes(base64.b64decode(user["client-key-data"]))
+            context.load_cert_chain(cert, key)
+        return context
 
     def request(
-        self, method: str, path: str, *, token: str | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        token: str | None = None,
+        body: Any = None,
+        certificate: bool = False,
     ) -> tuple[int, Any]:
         connection = http.client.HTTPSConnection(
-            self.host, self.port, timeout=HANG_GUARD, context=self.context()
+            self.host, self.port, timeout=HANG_GUARD, context=self.context(certificate=certificate)
         )
         try:
             headers = {"Accept": "application/json"}
@@ -135,11 +151,41 @@ def test_a_request_with_the_token_over_tls_gets_200(secured: Secured) -> None:
     assert body["kind"] == "PodList"
 
 
+def test_the_kubeconfig_client_certificate_authenticates_as_the_cluster_admin(
+    secured: Secured,
+) -> None:
+    # x509 authentication: no token needed, and the certificate names the user.
+    review = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    status, body = secured.request("POST", review, body={}, certificate=True)
+    assert status == 201
+    assert body["status"]["userInfo"] == {
+        "username": "kubernetes-admin",
+        "groups": ["kubeadm:cluster-admins", "system:authenticated"],
+    }
+
+
+def test_a_service_account_token_the_server_issued_is_accepted_and_names_the_account(
+    secured: Secured,
+) -> None:
+    path = "/api/v1/namespaces/default/serviceaccounts/default/token"
+    status, answer = secured.request("POST", path, token=TOKEN, body={"spec": {}})
+    assert status == 201
+    issued = answer["status"]["token"]
+    review = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    status, body = secured.request("POST", review, token=issued, body={})
+    assert status == 201
+    assert body["status"]["userInfo"]["username"] == "system:serviceaccount:default:default"
+    forged = issued[:-4] + ("AAAA" if not issued.endswith("AAAA") else "BBBB")
+    assert secured.request("GET", "/api", token=forged) == (401, UNAUTHORIZED)
+
+
 # -- TLS ---------------------------------------------------------------------------------------
 def test_the_kubeconfig_carries_the_https_url_the_ca_and_the_token(secured: Secured) -> None:
     config = json.loads(secured.kubeconfig.read_text())
     assert config["clusters"][0]["cluster"]["server"] == secured.url
-    assert config["users"][0]["user"] == {"token": TOKEN}
+    user = config["users"][0]["user"]
+    assert set(user) == {"token", "client-certificate-data", "client-key-data"}
+    assert user["token"] == TOKEN
     assert secured.ca_pem.startswith(b"-----BEGIN CERTIFICATE-----")
     assert secured.kubeconfig.stat().st_mode & 0o077 == 0
 

@@ -6,6 +6,7 @@ stores anything, and discovery lists them as kubectl looks them up."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 from typing import Any
 
 import orjson
@@ -228,3 +229,10 @@ def test_discovery_lists_the_reviews_and_the_token_subresource(server: APIServer
         "verbs": ["create"],
     }
     assert by_name["pods/log"]["verbs"] == ["get"]
+
+
+def test_a_verified_client_certificate_user_is_who_the_request_is(server: APIServer) -> None:
+    jane = {"username": "jane", "groups": ["devs", "system:authenticated"]}
+    request = Request.from_target("POST", f"{AUTHN}/selfsubjectreviews", body=b"{}")
+    answer = handle(server, dataclasses.replace(request, user=jane))
+    assert answer.json()["status"]["userInfo"] == jane
