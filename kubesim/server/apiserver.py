@@ -113,20 +113,26 @@ class APIServer:
     :class:`~kubesim.sim.Simulation` and the controlled scheduler install their own policies;
     single-threaded scripts that want instant time jumps pass ``wait_policy=AutojumpWait()``.
 
-    ``service_accounts=True`` runs the ServiceAccount controller and admission (a ``default``
-    ServiceAccount in every namespace; a pod runs as an account that exists, ``default`` unless
-    it names one: see :mod:`kubesim.server.service_accounts`), ``default_tolerations=True`` the
-    DefaultTolerationSeconds admission (every pod tolerates an unready or unreachable node for
-    300 s: :mod:`kubesim.server.tolerations`), and ``field_managers_from_user_agent=True``
-    records ``managedFields`` for every write over HTTP, the manager named by the request's
-    ``fieldManager`` or else its User-Agent; ``kubesim serve`` turns all three on, for clients
-    and test suites written for a real cluster. ``nodes=N`` registers N nodes and runs the
-    scheduler and their kubelets, which bind each new pod and start it (``Pending``, then
-    ``Running``: see :mod:`kubesim.server.kubelet`); ``kubesim serve`` runs one, and deletes
-    their pods gracefully. ``controllers=True`` runs the Deployment, ReplicaSet, Endpoints and
-    EndpointSlice controllers and the garbage collector (:mod:`kubesim.server.workloads`).
-    Simulations leave all four off: each is work on every write that stores under test rarely
-    look at, and writes a scenario did not ask for.
+    What a cluster does around its API server, off by default, each turned on by an argument
+    (``kubesim serve`` turns all of them on, for clients and test suites written for a real
+    cluster; simulations leave them off: each is work on every write that stores under test
+    rarely look at, and writes a scenario did not ask for):
+
+    - ``service_accounts=True``: the ServiceAccount controller and admission (a ``default``
+      ServiceAccount in every namespace; a pod runs as an account that exists:
+      :mod:`kubesim.server.service_accounts`).
+    - ``default_tolerations=True``: the DefaultTolerationSeconds admission (every pod tolerates
+      an unready or unreachable node for 300 s: :mod:`kubesim.server.tolerations`).
+    - ``field_managers_from_user_agent=True``: ``managedFields`` for every write over HTTP, the
+      manager named by the request's ``fieldManager`` or else its User-Agent.
+    - ``nodes=N``: N nodes, the scheduler and their kubelets, which bind each new pod and start
+      it (``Pending``, then ``Running``), and delete pods gracefully
+      (:mod:`kubesim.server.kubelet`).
+    - ``controllers=True``: the Deployment, ReplicaSet, StatefulSet, DaemonSet, Endpoints and
+      EndpointSlice controllers and the garbage collector (:mod:`kubesim.server.workloads`).
+    - ``control_plane=True``: what a control plane writes at start-up (the ``kubernetes``
+      Service, the system PriorityClasses), and with ``system_pods=True`` (which needs nodes and
+      controllers) ``kube-system``'s pods (:mod:`kubesim.server.control_plane`).
     """
 
     def __init__(

@@ -8,12 +8,13 @@ components that do this on a cluster, with no containers:
 - **Nodes** register themselves as a kubelet does (``node-0`` ... ``node-{n-1}``): ``Ready``,
   with capacity, addresses, ``nodeInfo`` and a ``podCIDR`` each.
 - **The scheduler** binds every pod that names no node and asks for ``default-scheduler``
-  (``spec.schedulerName``) to the node with the fewest pods whose labels match the pod's
-  ``nodeSelector``, ties going to the first name: ``spec.nodeName`` and the ``PodScheduled``
-  condition in one write, as the ``pods/binding`` subresource writes them (``assignPod`` in
-  pkg/registry/core/pod/storage/storage.go). A pod no node fits gets ``PodScheduled=False``,
-  reason ``Unschedulable``, with the scheduler's message, and is bound when a node that fits is
-  added or relabelled. Capacity (``pods: 110``) is reported, not enforced.
+  (``spec.schedulerName``) to the node with the fewest pods that the pod's ``nodeSelector`` and
+  required node affinity allow (:func:`fits_node`), ties going to the first name:
+  ``spec.nodeName`` and the ``PodScheduled`` condition in one write, as the ``pods/binding``
+  subresource writes them (``assignPod`` in pkg/registry/core/pod/storage/storage.go). A pod no
+  node fits gets ``PodScheduled=False``, reason ``Unschedulable``, with the scheduler's
+  message, and is bound when a node that fits is added or relabelled. Capacity (``pods: 110``)
+  is reported, not enforced.
 - **The kubelet** of the pod's node starts it ``CONTAINER_START_SECONDS`` after it is bound (on
   the server's clock): one status write with ``phase: Running``, a pod IP from the node's
   ``podCIDR``, the five conditions a 1.29+ kubelet reports, and a running, ready status per

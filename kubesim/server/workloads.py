@@ -1,4 +1,4 @@
-"""The Deployment, ReplicaSet and endpoints controllers, and the garbage collector's cascade.
+"""The workload controllers and the garbage collector's cascade, on one queue.
 
 On a cluster, kube-controller-manager turns a Deployment into a ReplicaSet per pod template
 and each ReplicaSet into pods, and writes back how many are ready; deleting an owner deletes
@@ -20,6 +20,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
   deletes the surplus (pending before running, newest first), and counts ready ones in
   ``status``. Orphan pods that match a selector are not adopted; ``minReadySeconds`` is not
   waited for (a ready pod is available).
+- **The StatefulSet and DaemonSet controllers** (:mod:`kubesim.server.statefulsets`,
+  :mod:`kubesim.server.daemonsets`), with their ControllerRevisions.
 - **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
   (:mod:`kubesim.server.endpoints`).
 - **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
@@ -70,8 +72,9 @@ MAX_SYNCS_PER_DRAIN = 10_000
 
 
 class Controllers:
-    """The Deployment, ReplicaSet and endpoints controllers and the garbage collector of one
-    server (see the module docstring)."""
+    """The workload and endpoints controllers and the garbage collector of one server (see the
+    module docstring). ``owned``, ``live``, ``write``, ``write_status`` and ``record_event`` are
+    what the controllers in other modules use."""
 
     def __init__(self, server: APIServer) -> None:
         self.server = server
