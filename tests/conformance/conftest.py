@@ -40,8 +40,12 @@ def serve(*extra_args: str) -> Iterator[Endpoint]:
     handler that crashed is a conformance failure even if the client saw some answer.
     """
     env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    with tempfile.TemporaryFile() as stderr:
+    # The repository's package, unless PYTHONPATH already names one first: the mutation
+    # runner's mutated copy must be the one this server runs, or no HTTP test could kill it.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), ROOT]))
+    # A working directory of its own: ``python -m`` puts it first on sys.path, where the
+    # repository root would shadow PYTHONPATH.
+    with tempfile.TemporaryFile() as stderr, tempfile.TemporaryDirectory() as cwd:
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -61,7 +65,7 @@ def serve(*extra_args: str) -> Iterator[Endpoint]:
                 "--no-controllers",
                 *extra_args,
             ],
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -24,7 +24,9 @@ def serve(workdir: Path, *args: str, banner_lines: int, timeout: float) -> Itera
     traceback: a request handler that crashed is a failure even if the client got an answer.
     """
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    # The repository's package, unless PYTHONPATH already names one first: the mutation
+    # runner's mutated copy must be the one this server runs, or no HTTP test could kill it.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(ROOT)]))
     stderr_path = workdir / "serve.stderr"
     with stderr_path.open("w") as stderr:
         process = subprocess.Popen(
@@ -39,7 +41,7 @@ def serve(workdir: Path, *args: str, banner_lines: int, timeout: float) -> Itera
                 "1",
                 *args,
             ],
-            cwd=ROOT,
+            cwd=workdir,  # not the repository: ``python -m`` puts the cwd first on sys.path
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

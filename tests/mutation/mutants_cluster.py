@@ -1,9 +1,12 @@
 """Named mutants of what ``kubesim serve`` does as a cluster: the scheduler, the kubelet, the
-workload and endpoints controllers and the garbage collector."""
+workload and endpoints controllers, the garbage collector, admission, tokens and field
+ownership."""
 
 KUBELET = "tests/unit/test_kubelet.py"
 WORKLOADS = "tests/unit/test_workloads.py"
 ENDPOINTS = "tests/unit/test_endpoints.py"
+STATEFULSETS = "tests/unit/test_statefulsets.py"
+DAEMONSETS = "tests/unit/test_daemonsets.py"
 
 MUTANTS = [
     dict(
@@ -73,5 +76,74 @@ MUTANTS = [
             f"{ENDPOINTS}::test_a_terminating_ready_pod_keeps_serving_until_its_containers_stop"
         ],
         why="an endpoint whose pod is going away looks like any other",
+    ),
+    dict(
+        name="statefulset-makes-pods-out-of-order",
+        path="kubesim/server/statefulsets.py",
+        old="elif ordered and (deleting(pod) or not is_ready(pod)):",
+        new="elif False:",
+        tests=[
+            f"{STATEFULSETS}::test_ordered_pods_are_made_one_at_a_time_each_once_the_one_before_is_ready"
+        ],
+        why="OrderedReady makes a pod before the one below it is ready",
+    ),
+    dict(
+        name="statefulset-rolls-from-the-lowest-ordinal",
+        path="kubesim/server/statefulsets.py",
+        old="for ordinal in sorted(wanted, reverse=True):",
+        new="for ordinal in sorted(wanted):",
+        tests=[
+            f"{STATEFULSETS}::test_a_new_template_rolls_out_from_the_highest_ordinal_to_a_new_revision"
+        ],
+        why="a rolling update replaces pod 0 first, as no StatefulSet does",
+    ),
+    dict(
+        name="daemonset-ignores-the-node-selector",
+        path="kubesim/server/daemonsets.py",
+        old="if not deleting(stored.obj) and fits_node(probe, stored.obj)",
+        new="if not deleting(stored.obj)",
+        tests=[f"{DAEMONSETS}::test_the_node_selector_picks_nodes_and_a_relabel_moves_the_pods"],
+        why="a daemon pod runs on every node, whatever the template's nodeSelector",
+    ),
+    dict(
+        name="scheduler-ignores-required-affinity",
+        path="kubesim/server/kubelet.py",
+        old='terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]',
+        new="terms = []",
+        tests=[f"{DAEMONSETS}::test_required_node_affinity_decides_where_a_pod_fits"],
+        why="a pod pinned to one node by affinity may be bound to another",
+    ),
+    dict(
+        name="token-review-trusts-any-signature",
+        path="kubesim/server/reviews.py",
+        old="if not hmac.compare_digest(signature, expected) or not isinstance(claims, dict):",
+        new="if not isinstance(claims, dict):",
+        tests=[
+            "tests/unit/test_reviews.py::"
+            "test_a_token_review_knows_the_servers_tokens_until_they_expire_or_the_account_goes"
+        ],
+        why="a token another server signed, or a forged one, authenticates",
+    ),
+    dict(
+        name="default-tolerations-ignore-what-the-pod-tolerates",
+        path="kubesim/server/tolerations.py",
+        old='t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)',
+        new="False",
+        tests=[
+            "tests/unit/test_tolerations.py::"
+            "test_a_taint_the_pod_already_tolerates_gets_no_second_toleration"
+        ],
+        why="a pod that tolerates every taint gets the default tolerations on top",
+    ),
+    dict(
+        name="apply-removes-the-map-it-applies-into",
+        path="kubesim/server/managed_fields.py",
+        old="kept = {path[:end] for path in applying | others for end in range(1, len(path) + 1)}",
+        new="kept = applying | others",
+        tests=[
+            "tests/conformance/test_server_side_apply.py::"
+            "test_keys_applied_into_a_map_the_manager_applied_empty_before_are_kept"
+        ],
+        why="keys applied into a map the manager applied empty before are dropped with the map",
     ),
 ]

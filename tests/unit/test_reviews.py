@@ -115,10 +115,13 @@ def test_a_token_review_knows_the_servers_tokens_until_they_expire_or_the_accoun
         "system:serviceaccounts:default",
         "system:authenticated",
     ]
+    header, payload, signature = token(server).split(".")
+    forged = f"{header}.{payload}.{signature[:-4]}{'AAAA' if signature[-4:] != 'AAAA' else 'BBBB'}"
     for spec in (
         {"token": issued, "audiences": ["other"]},  # not for this audience
-        {"token": issued[:-2] + "xx"},  # not signed by this server
-        {"token": token(APIServer(seed=4, service_accounts=True))},  # another server's key
+        {"token": forged},  # valid claims, but not this server's signature
+        {"token": token(APIServer(seed=4, service_accounts=True))},  # another server's
+        {"token": "not-a-jwt"},
     ):
         status = post(server, f"{AUTHN}/tokenreviews", {"spec": spec}).json()["status"]
         assert "authenticated" not in status
