@@ -12,7 +12,9 @@ Two security options live here rather than in the server core: ``tls`` (an
 :class:`ssl.SSLContext`; the handshake runs in the connection's own thread, so a silent or
 plain-HTTP client never blocks the accept loop) and ``token`` (bearer-token authentication:
 every request without ``Authorization: Bearer <token>`` gets a 401 ``Unauthorized`` Status, as
-kube-apiserver's authentication filter answers before anything else runs).
+kube-apiserver's authentication filter answers before anything else runs). Client certificates
+the TLS context verified and service account tokens the server issued authenticate too, and
+a bearer token nothing accepts is a 401 with or without ``token``.
 """
 
 from __future__ import annotations
@@ -119,16 +121,19 @@ class _Handler(BaseHTTPRequestHandler):
         return {"username": common[0], "groups": [*groups, "system:authenticated"]}
 
     def _authorized(self, user: dict[str, Any] | None) -> bool:
-        """With ``--token``: the static token, a verified client certificate, or a service
-        account token the server issued (kube-apiserver's authenticators, any one enough)."""
-        token = self.server.token
-        if token is None or user is not None:
+        """kube-apiserver's authenticators, any one enough: a verified client certificate, the
+        ``--token``, or a service account token the server issued. A request that presents a
+        bearer token none of them accepts is refused even without ``--token``, as a cluster
+        that allows anonymous requests refuses bad credentials; one that presents none is
+        refused only under ``--token``."""
+        if user is not None:
             return True
+        token = self.server.token
         header = self.headers.get("Authorization", "")
         scheme, _, credentials = header.partition(" ")
         if scheme.lower() != "bearer":
-            return False
-        if hmac.compare_digest(credentials.strip().encode(), token.encode()):
+            return token is None
+        if token is not None and hmac.compare_digest(credentials.strip().encode(), token.encode()):
             return True
         api = self.server.api
         with api.lock:

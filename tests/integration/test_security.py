@@ -300,6 +300,34 @@ def test_kubectl_gets_pods_from_the_tls_and_token_server_via_the_kubeconfig(
     assert "viakubectl" in [line.split()[0] for line in lines[1:]]
 
 
+def test_without_token_anonymous_requests_pass_and_bad_bearer_tokens_are_refused() -> None:
+    api = APIServer(seed=1, service_accounts=True)
+    with HTTPTransport(api) as served:
+
+        def get(headers: dict[str, str]) -> int:
+            connection = http.client.HTTPConnection(served.host, served.port, timeout=HANG_GUARD)
+            try:
+                connection.request("GET", "/api/v1/namespaces", headers=headers)
+                response = connection.getresponse()
+                response.read()
+                return response.status
+            finally:
+                connection.close()
+
+        assert get({}) == 200  # anonymous, as a cluster that allows it
+        assert get({"Authorization": "Bearer abc123"}) == 401  # kr8s' test_bad_auth
+        path = "/api/v1/namespaces/default/serviceaccounts/default/token"
+        connection = http.client.HTTPConnection(served.host, served.port, timeout=HANG_GUARD)
+        try:
+            connection.request(
+                "POST", path, body=b"{}", headers={"Content-Type": "application/json"}
+            )
+            token = json.loads(connection.getresponse().read())["status"]["token"]
+        finally:
+            connection.close()
+        assert get({"Authorization": f"Bearer {token}"}) == 200
+
+
 # -- binding -----------------------------------------------------------------------------------
 def test_a_token_transport_still_refuses_a_non_loopback_host_unless_allowed() -> None:
     with pytest.raises(ValueError, match="refusing to bind"):

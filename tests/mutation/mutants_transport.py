@@ -1,4 +1,5 @@
-"""Named mutants of how the in-process transport surfaces watch drops and socket shutdowns."""
+"""Named mutants of how the transports surface watch drops and socket shutdowns, and of who
+the HTTP transport lets in."""
 
 MUTANTS = [
     {
@@ -26,5 +27,18 @@ MUTANTS = [
             "test_watch_stop_ends_a_blocked_stream_inside_a_simulation",
         ],
         "why": "Watch.stop() under a blocked read raises as on a real socket, not a clean end",
+    },
+    {
+        "name": "http-accepts-any-bearer-token",
+        "path": "kubesim/transport/http.py",
+        "old": "            return reviews.token_user(api, header) is not None",
+        "new": "            return True",
+        "tests": [
+            "tests/integration/test_security.py::"
+            "test_without_token_anonymous_requests_pass_and_bad_bearer_tokens_are_refused",
+            "tests/integration/test_security.py::"
+            "test_a_service_account_token_the_server_issued_is_accepted_and_names_the_account",
+        ],
+        "why": "a forged or foreign bearer token gets in, with or without --token",
     },
 ]
