@@ -8,8 +8,8 @@ components do:
 
 - **By the API server** (always, as envtest's does too): the ``kubernetes`` Service in
   ``default`` (ClusterIP 10.96.0.1, port 443 to the API server's 6443), its Endpoints and
-  EndpointSlice, and the PriorityClasses ``system-node-critical`` and
-  ``system-cluster-critical``.
+  EndpointSlice, the PriorityClasses ``system-node-critical`` and ``system-cluster-critical``,
+  and healthy ComponentStatuses for the scheduler, the controller manager and etcd.
 - **With nodes and controllers** (the ``kube-system`` workloads; ``kubesim serve
   --no-system-pods`` leaves them out): the first node is the control plane
   (``node-role.kubernetes.io/control-plane``) and its kubelet runs the static pods of etcd,
@@ -86,6 +86,17 @@ def _create(server: APIServer, plural: str, body: JSON, namespace: str | None = 
 
 def _write_api_server_objects(server: APIServer) -> None:
     address = kubelet.node_ip(0)
+    # The deprecated ComponentStatus API still answers for the scheduler, the controller
+    # manager and etcd (``kubectl get cs``); a cluster computes them per request, healthy here.
+    for component in ("controller-manager", "etcd-0", "scheduler"):
+        _create(
+            server,
+            "componentstatuses",
+            {
+                "metadata": {"name": component},
+                "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}],
+            },
+        )
     for name, value in PRIORITY_CLASSES.items():
         _create(
             server,

@@ -470,6 +470,26 @@ def service_account_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     return [_name(obj), secrets, _age(obj, now)]
 
 
+# pkg/printers/internalversion componentStatusColumnDefinitions and printComponentStatus.
+COMPONENT_STATUS_COLUMNS = [
+    NAME,
+    _column("Status", "Status of the component conditions"),
+    _column("Message", "Message of the component conditions"),
+    _column("Error", "Error of the component conditions"),
+]
+
+
+def component_status_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    status, message, error = "Unknown", "", ""
+    for condition in _list(obj.get("conditions")):
+        condition = _dict(condition)
+        if condition.get("type") == "Healthy":
+            status = "Healthy" if condition.get("status") == "True" else "Unhealthy"
+            message, error = str(condition.get("message", "")), str(condition.get("error", ""))
+            break
+    return [_name(obj), status, message, error]
+
+
 # -- batch ----------------------------------------------------------------------------------------
 
 JOB_COLUMNS = [
@@ -629,6 +649,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "Secret"): (SECRET_COLUMNS, secret_cells),
     ("", "Namespace"): (NAMESPACE_COLUMNS, namespace_cells),
     ("", "ServiceAccount"): (SERVICE_ACCOUNT_COLUMNS, service_account_cells),
+    ("", "ComponentStatus"): (COMPONENT_STATUS_COLUMNS, component_status_cells),
     ("", "Node"): (NODE_COLUMNS, node_cells),
     ("", "Event"): (EVENT_COLUMNS, event_cells),
     ("", "Endpoints"): (ENDPOINTS_COLUMNS, endpoints_cells),

@@ -23,6 +23,7 @@ from kubesim.server import (
     conversion,
     discovery,
     field_validation,
+    health,
     kubelet,
     managed_fields,
     openapi,
@@ -229,6 +230,15 @@ def _dispatch(server: APIServer, request: Request) -> Response:
             return Response(
                 200, openapi.v2_document(server.resources), openapi.V2_PROTOBUF_CONTENT_TYPE
             )
+        if segments and segments[0] in health.CHECKS and len(segments) <= 3:
+            query = Query(request.query)
+            check = "/".join(segments[1:]) or None
+            text = health.answer(
+                segments[0], check, query.get("verbose") is not None, query.values("exclude")
+            )
+            if text is None:
+                raise st.not_found_path()
+            return Response(200, text, "text/plain; charset=utf-8", raw=True)
         fixed = _fixed_document(server, segments)
         if fixed is not None:
             if fixed.content_type == JSON_TYPE:
@@ -287,8 +297,6 @@ def _fixed_document(server: APIServer, segments: list[str]) -> Response | None:
         if body is None:
             raise st.not_found_path()
         return Response(200, body, JSON_TYPE, raw=True)
-    elif segments in (["healthz"], ["livez"], ["readyz"]):
-        return Response(200, b"ok", "text/plain; charset=utf-8")
     return None if doc is None else _json(200, doc)
 
 

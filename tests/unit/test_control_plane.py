@@ -102,3 +102,15 @@ def test_system_pods_need_nodes_controllers_and_the_control_plane(
         ValueError, match=r"system_pods=True .* needs control_plane=True, nodes >= 1"
     ):
         APIServer(system_pods=True, **options)  # type: ignore[arg-type]
+
+
+def test_component_statuses_report_the_control_plane_healthy() -> None:
+    statuses = APIServer(seed=1, control_plane=True).list("componentstatuses")
+    assert [s["metadata"]["name"] for s in statuses] == [
+        "controller-manager",
+        "etcd-0",
+        "scheduler",
+    ]
+    assert {s["conditions"][0]["type"] + s["conditions"][0]["status"] for s in statuses} == {
+        "HealthyTrue"
+    }

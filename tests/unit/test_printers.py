@@ -142,6 +142,26 @@ def test_configuration_kinds_count_their_keys() -> None:
     assert printers.service_account_cells({"metadata": CREATED}, NOW) == ["web", 0, "60m"]
 
 
+def test_component_statuses_print_their_healthy_condition() -> None:
+    assert names(printers.COMPONENT_STATUS_COLUMNS) == ["Name", "Status", "Message", "Error"]
+    healthy = {
+        "metadata": CREATED,
+        "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}],
+    }
+    assert printers.component_status_cells(healthy, NOW) == ["web", "Healthy", "ok", ""]
+    failing = {
+        "metadata": CREATED,
+        "conditions": [{"type": "Healthy", "status": "False", "error": "dial tcp: refused"}],
+    }
+    assert printers.component_status_cells(failing, NOW) == [
+        "web",
+        "Unhealthy",
+        "",
+        "dial tcp: refused",
+    ]
+    assert printers.component_status_cells({"metadata": CREATED}, NOW)[1] == "Unknown"
+
+
 def test_endpoints_print_three_addresses_and_how_many_more() -> None:
     def cells(subsets: Any) -> list[Any]:
         return printers.endpoints_cells({"metadata": CREATED, "subsets": subsets}, NOW)
