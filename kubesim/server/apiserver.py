@@ -229,6 +229,7 @@ class APIServer:
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
         self._default_tolerations = default_tolerations
+        self._pod_admission = service_accounts or default_tolerations  # skipped on most writes
         self._nodes: kubelet.Nodes | None = None
         # The Events the components record (kubesim.server.events), one sequence for all.
         self.recorder = events.Recorder(self)
@@ -514,7 +515,7 @@ class APIServer:
             on_write(obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
-        if kind == ("", "Pod") and namespace is not None:
+        if self._pod_admission and namespace is not None and kind == ("", "Pod"):
             if self._service_accounts:
                 service_accounts.admit_pod(self, obj, namespace, sent_name)  # pod_defaults' spec
             if self._default_tolerations:

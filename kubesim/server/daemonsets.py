@@ -97,8 +97,9 @@ class DaemonSets:
             if node not in by_node:
                 self._create_pod(owner, node, hash_)
         for node, pods in sorted(by_node.items()):
-            # Newest kept first would be the real order; the oldest is kept here (by name).
-            surplus = pods if node not in fitting else sorted(pods, key=_name)[1:]
+            # On a node that no longer fits, every pod goes; on one that fits, all but the
+            # oldest (the controller keeps the oldest running one; creation time, then name).
+            surplus = pods if node not in fitting else sorted(pods, key=_age_order)[1:]
             for pod in surplus:
                 self._delete_pod(owner, pod)
         self._roll(owner, by_node, fitting, hash_)
@@ -120,7 +121,7 @@ class DaemonSets:
         strategy = as_dict(as_dict(owner.get("spec")).get("updateStrategy"))
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
-        current = [by_node[n][0] for n in fitting if n in by_node]
+        current = [min(by_node[n], key=_age_order) for n in fitting if n in by_node]
         if len(current) < len(fitting) or any(not is_ready(p) for p in current):
             return  # maxUnavailable 1: one pod replaced at a time, the others ready
         for pod in sorted(current, key=_name):
@@ -221,3 +222,7 @@ def _with_daemon_tolerations(spec: JSON) -> list[JSON]:
 
 def _name(pod: JSON) -> str:
     return str(pod["metadata"]["name"])
+
+
+def _age_order(pod: JSON) -> tuple[str, str]:
+    return (str(pod["metadata"].get("creationTimestamp", "")), _name(pod))

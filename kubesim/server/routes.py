@@ -549,7 +549,7 @@ def _token(server: APIServer, request: Request, target: _Target, query: Query) -
 def _review(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
     """POST of a create-only kind: a Binding binds a pod, every other kind is a question
     answered in its ``status`` (kubesim.server.reviews)."""
-    _dry_run(request.method, query)  # validated; nothing is stored either way
+    dry_run = _dry_run(request.method, query)  # a question stores nothing either way
     body = _decode_body(request)
     if target.resource.kind == "Binding":
         meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
@@ -558,7 +558,7 @@ def _review(server: APIServer, request: Request, target: _Target, query: Query) 
             raise st.bad_request("a Binding must name the pod it binds in metadata.name")
         node = kubelet.binding_target(body, name)
         with server.lock, _managing(server, request, query):
-            server._bind(server.resource("pods"), target.namespace, name, node)
+            server._bind(server.resource("pods"), target.namespace, name, node, dry_run=dry_run)
         return _json(201, {**st.success(), "code": 201})
     with server.lock:
         answer = reviews.review(

@@ -209,6 +209,9 @@ def test_a_binding_binds_the_pod_it_names() -> None:
         namespace="default",
     )
     body = {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "node-0"}}
+    dry = post(server, "/api/v1/namespaces/default/bindings?dryRun=All", body)
+    assert dry.status == 201
+    assert "nodeName" not in server.get("pods", "p", namespace="default")["spec"]
     answer = post(server, "/api/v1/namespaces/default/bindings", body)
     assert answer.status == 201
     assert server.get("pods", "p", namespace="default")["spec"]["nodeName"] == "node-0"
