@@ -93,8 +93,8 @@ class SeededChoices:
 
     def uuid4(self) -> str:
         """Four draws of ``integer(0, 0xFFFFFFFF)`` as :func:`format_uuid4` formats them,
-        inlined: a uid is drawn on every create, and this is a third of the cost of the
-        general path (:func:`uuid4_drawer`)."""
+        inlined: a uid is drawn on every create, and this costs a third less than the general
+        path (:func:`uuid4_drawer`: 1.7 µs against 2.7 µs on the development machine)."""
         # randrange(2**32) draws 33 bits and rejects the upper half (2**32.bit_length() is 33).
         self.draws += 4
         getrandbits = self._getrandbits
