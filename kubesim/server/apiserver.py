@@ -33,6 +33,7 @@ from kubesim.server import (
     kubelet,
     lifecycle,
     managed_fields,
+    metrics,
     reviews,
     service_accounts,
     tolerations,
@@ -133,6 +134,8 @@ class APIServer:
     - ``control_plane=True``: what a control plane writes at start-up (the ``kubernetes``
       Service, the system PriorityClasses), and with ``system_pods=True`` (which needs nodes and
       controllers) ``kube-system``'s pods (:mod:`kubesim.server.control_plane`).
+    - ``metrics_server=True``: the resource metrics API, ``metrics.k8s.io`` (``kubectl top``:
+      :mod:`kubesim.server.metrics`), and with ``system_pods`` a metrics-server pod.
     """
 
     def __init__(
@@ -157,6 +160,7 @@ class APIServer:
         controllers: bool = False,
         control_plane: bool = False,
         system_pods: bool = False,
+        metrics_server: bool = False,
     ) -> None:
         if not isinstance(history_window, int) or history_window < 1:
             raise ValueError(
@@ -243,9 +247,14 @@ class APIServer:
             self._nodes = kubelet.Nodes(self, nodes)  # which checks the count
             with self.lock:
                 self._nodes.register()
+        if metrics_server:
+            for metrics_resource in metrics.resources():
+                self.register(metrics_resource)
         if control_plane:
             with self.lock:
-                control_plane_objects.install(self, workloads=system_pods)
+                control_plane_objects.install(
+                    self, workloads=system_pods, metrics_server=metrics_server
+                )
         if bookmark_interval is not None:
             self.clock.call_later(bookmark_interval, self._bookmark_tick)
 

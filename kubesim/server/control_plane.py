@@ -17,8 +17,9 @@ components do:
   (``{component}-{node}``, owned by the node, ``kubernetes.io/config.mirror``); kubeadm's
   add-ons are applied: CoreDNS (a Deployment of two, the ``kube-dns`` Service at 10.96.0.10,
   its ServiceAccount and Corefile ConfigMap) and kube-proxy (a DaemonSet on every node, its
-  ServiceAccount and ConfigMap). The controllers and kubelets here then run them like any
-  workload.
+  ServiceAccount and ConfigMap); with the metrics API (``metrics_server=True``), a
+  metrics-server Deployment, as most clusters run one. The controllers and kubelets here then
+  run them like any workload.
 
 Images and flags are those of a Kubernetes 1.33 kubeadm cluster, trimmed to what ``kubectl get``
 and ``describe`` show. A mirror pod that is deleted is not made again (a kubelet would).
@@ -72,12 +73,21 @@ mode: iptables
 """
 
 
-def install(server: APIServer, *, workloads: bool) -> None:
-    """Write the objects above (``workloads``: the kube-system ones too). Called once, by the
-    server, under its lock, before it serves anything."""
+def install(server: APIServer, *, workloads: bool, metrics_server: bool = False) -> None:
+    """Write the objects above (``workloads``: the kube-system ones too, with a metrics-server
+    Deployment when the server serves the metrics API). Called once, by the server, under its
+    lock, before it serves anything."""
     _write_api_server_objects(server)
     if workloads:
         _write_kube_system(server)
+        if metrics_server:
+            _create(
+                server,
+                "serviceaccounts",
+                {"metadata": {"name": "metrics-server"}},
+                SYSTEM_NAMESPACE,
+            )
+            _create(server, "deployments", _metrics_server(), SYSTEM_NAMESPACE)
 
 
 def _create(server: APIServer, plural: str, body: JSON, namespace: str | None = None) -> JSON:
@@ -388,6 +398,38 @@ def _kube_proxy() -> JSON:
                                 }
                             ],
                             "securityContext": {"privileged": True},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def _metrics_server() -> JSON:
+    labels = {"k8s-app": "metrics-server"}
+    return {
+        "metadata": {"name": "metrics-server", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": "system-cluster-critical",
+                    "serviceAccountName": "metrics-server",
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "containers": [
+                        {
+                            "name": "metrics-server",
+                            "image": "registry.k8s.io/metrics-server/metrics-server:v0.7.2",
+                            "args": [
+                                "--cert-dir=/tmp",
+                                "--secure-port=10250",
+                                "--kubelet-preferred-address-types=InternalIP",
+                                "--metric-resolution=15s",
+                            ],
+                            "ports": [{"containerPort": 10250, "name": "https", "protocol": "TCP"}],
                         }
                     ],
                 },

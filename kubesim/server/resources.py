@@ -138,6 +138,9 @@ class ResourceType:
     # A create-only resource that stores nothing (TokenReview, SubjectAccessReview, ...): a
     # POST is answered by kubesim.server.reviews.
     review: bool = False
+    # Read-only and computed on each request, not stored: the resource metrics API
+    # (kubesim.server.metrics).
+    metrics: bool = False
 
     @property
     def api_version(self) -> str:

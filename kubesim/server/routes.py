@@ -26,6 +26,7 @@ from kubesim.server import (
     health,
     kubelet,
     managed_fields,
+    metrics,
     openapi,
     protobuf,
     reviews,
@@ -426,6 +427,8 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
         return _token(server, request, target, query)
     if target.resource.review:
         return _review(server, request, target, query)
+    if target.resource.metrics:
+        return _metrics(server, request, target, query)
     if method == "GET":
         table = tables.requested(request.header("Accept"), query.get("includeObject"))
         if target.legacy_watch or query.flag("watch"):
@@ -569,6 +572,19 @@ def _review(server: APIServer, request: Request, target: _Target, query: Query) 
             reviews.user_of(server, request.user, request.header("Authorization")),
         )
     return _json(201, answer)
+
+
+def _metrics(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """GET of PodMetrics or NodeMetrics, one or a list (kubesim.server.metrics)."""
+    if query.flag("watch") or target.legacy_watch:
+        raise st.method_not_allowed("GET")  # metrics-server serves get and list only
+    labels = _parse_label_selector(query.get("labelSelector") or "")
+    fields = _parse_field_selector(target.resource, query.get("fieldSelector") or "")
+    with server.lock:
+        answer = metrics.answer(
+            server, target.resource, target.namespace, target.name, labels, fields
+        )
+    return _json(200, answer)
 
 
 def _log(server: APIServer, request: Request, target: _Target, query: Query) -> Response:

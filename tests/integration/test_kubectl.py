@@ -970,3 +970,17 @@ def test_kube_system_runs_a_clusters_pods_and_sets_roll_out(
         "1",
         "2",
     ], history
+
+
+def test_top_reads_the_metrics_api_for_nodes_and_running_pods(kubectl_on_nodes: Kubectl) -> None:
+    kubectl = kubectl_on_nodes
+    kubectl.ok(
+        "wait", "--for=condition=Ready", "pods", "--all", "-n", "kube-system", "--timeout=60s"
+    )
+    nodes = [line.split() for line in kubectl.ok("top", "nodes").splitlines()]
+    assert nodes[0][:2] == ["NAME", "CPU(cores)"], nodes[0]  # then CPU% or CPU(%), by version
+    assert [row[0] for row in nodes[1:]] == ["node-0", "node-1"]
+    pods = [line.split() for line in kubectl.ok("top", "pods", "-n", "kube-system").splitlines()]
+    assert pods[0] == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
+    assert "etcd-node-0" in [row[0] for row in pods[1:]]
+    assert all(row[1].endswith("m") and row[2].endswith("Mi") for row in pods[1:]), pods
