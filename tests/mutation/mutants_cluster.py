@@ -146,4 +146,15 @@ MUTANTS = [
         ],
         why="keys applied into a map the manager applied empty before are dropped with the map",
     ),
+    dict(
+        name="metrics-list-pods-that-do-not-run",
+        path="kubesim/server/metrics.py",
+        old='if _running(pod) and (namespace is None or pod["metadata"]["namespace"] == namespace)',
+        new='if (namespace is None or pod["metadata"]["namespace"] == namespace)',
+        tests=[
+            "tests/unit/test_metrics.py::"
+            "test_running_pods_have_a_usage_per_container_and_pending_ones_none"
+        ],
+        why="a pod that never started has a usage, as metrics-server never reports",
+    ),
 ]
