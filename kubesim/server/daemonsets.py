@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kubesim.server import revisions
-from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy
 from kubesim.server.kubelet import fits_node
 from kubesim.server.objects import as_dict, as_int, deleting, is_ready, owner_reference
@@ -80,13 +79,10 @@ class DaemonSets:
         self.nodes = self.server.resource("nodes")
 
     def sync(self, key: Key) -> None:
-        owner = self.controllers.live(self.sets, key)
-        if owner is None:
+        target = revisions.sync_target(self.controllers, self.sets, key)
+        if target is None:
             return
-        revision = revisions.current(self.controllers, owner)
-        if revision is None:
-            return
-        hash_ = revision[1]
+        owner, _, hash_ = target
         template = as_dict(as_dict(owner.get("spec")).get("template"))
         fitting = self._fitting_nodes(template)
         by_node: dict[str, list[JSON]] = {}
@@ -159,23 +155,12 @@ class DaemonSets:
             },
             "spec": spec,
         }
-        namespace = owner["metadata"]["namespace"]
-        try:
-            made = self.controllers.write(self.server._create, self.pods, body, namespace)
-        except st.StatusError as exc:
-            self.controllers.record_event(
-                owner, "FailedCreate", f"Error creating: {exc}", warning=True
-            )
-            return
-        message = f"Created pod: {made.obj['metadata']['name']}"
-        self.controllers.record_event(owner, "SuccessfulCreate", message)
+        self.controllers.create_recorded(
+            owner, self.pods, body, "Created pod: {name}", "Error creating: {error}"
+        )
 
     def _delete_pod(self, owner: JSON, pod: JSON) -> None:
-        name = pod["metadata"]["name"]
-        self.controllers.write(
-            self.server._delete, self.pods, pod["metadata"]["namespace"], name, {}
-        )
-        self.controllers.record_event(owner, "SuccessfulDelete", f"Deleted pod: {name}")
+        self.controllers.delete_recorded(owner, self.pods, pod, "Deleted pod: {name}")
 
     def _write_status(self, owner: JSON, fitting: list[str], hash_: str) -> None:
         pods = [

@@ -23,12 +23,26 @@ from kubesim.server.objects import (
 )
 
 if TYPE_CHECKING:
+    from kubesim.server.resources import ResourceType
+    from kubesim.server.storage import Key
     from kubesim.server.workloads import Controllers
 
 JSON = dict[str, Any]
 
 HASH_LABEL = "controller.kubernetes.io/hash"
 POD_REVISION_LABEL = "controller-revision-hash"
+
+
+def sync_target(
+    controllers: Controllers, resource: ResourceType, key: Key
+) -> tuple[JSON, str, str] | None:
+    """The set to sync and its current revision, ``(set, name, hash)``; None when the set is
+    gone or being deleted (the collector's job), or its revision's name is taken."""
+    owner = controllers.live(resource, key)
+    if owner is None:
+        return None
+    revision = current(controllers, owner)
+    return None if revision is None else (owner, *revision)
 
 
 def current(controllers: Controllers, owner: JSON) -> tuple[str, str] | None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kubesim.server import revisions
-from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy
 from kubesim.server.objects import as_dict, as_int, deleting, is_ready, owner_reference
 from kubesim.server.storage import Key
@@ -57,13 +56,10 @@ class StatefulSets:
         self.claims = self.server.resource("persistentvolumeclaims")
 
     def sync(self, key: Key) -> None:
-        owner = self.controllers.live(self.sets, key)
-        if owner is None:
+        target = revisions.sync_target(self.controllers, self.sets, key)
+        if target is None:
             return
-        revision = revisions.current(self.controllers, owner)
-        if revision is None:
-            return
-        update_revision = revision[0]
+        owner, update_revision, _ = target
         spec = as_dict(owner.get("spec"))
         start = as_int(as_dict(spec.get("ordinals")).get("start"))
         wanted = range(start, start + as_int(spec.get("replicas"), 1))
@@ -119,7 +115,6 @@ class StatefulSets:
 
     def _create_pod(self, owner: JSON, ordinal: int, revision: str) -> None:
         name = f"{owner['metadata']['name']}-{ordinal}"
-        namespace = owner["metadata"]["namespace"]
         template = deep_copy(as_dict(as_dict(owner.get("spec")).get("template")))
         meta = as_dict(template.get("metadata"))
         pod_spec = as_dict(template.get("spec"))
@@ -157,15 +152,14 @@ class StatefulSets:
             },
             "spec": pod_spec,
         }
-        set_name = owner["metadata"]["name"]
-        try:
-            self.controllers.write(self.server._create, self.pods, body, namespace)
-        except st.StatusError as exc:
-            message = f"create Pod {name} in StatefulSet {set_name} failed error: {exc}"
-            self.controllers.record_event(owner, "FailedCreate", message, warning=True)
-            return
-        message = f"create Pod {name} in StatefulSet {set_name} successful"
-        self.controllers.record_event(owner, "SuccessfulCreate", message)
+        of_set = f"in StatefulSet {owner['metadata']['name']}"
+        self.controllers.create_recorded(
+            owner,
+            self.pods,
+            body,
+            f"create Pod {{name}} {of_set} successful",
+            f"create Pod {{name}} {of_set} failed error: {{error}}",
+        )
 
     def _ensure_claim(self, owner: JSON, template: JSON, name: str, pod: str) -> None:
         namespace = owner["metadata"]["namespace"]
@@ -181,23 +175,18 @@ class StatefulSets:
             },
             "spec": deep_copy(as_dict(template.get("spec"))),
         }
-        set_name = owner["metadata"]["name"]
-        try:
-            self.controllers.write(self.server._create, self.claims, body, namespace)
-        except st.StatusError as exc:
-            message = f"create Claim {name} for Pod {pod} in StatefulSet {set_name} failed: {exc}"
-            self.controllers.record_event(owner, "FailedCreate", message, warning=True)
-            return
-        message = f"create Claim {name} Pod {pod} in StatefulSet {set_name} success"
-        self.controllers.record_event(owner, "SuccessfulCreate", message)
+        of_set = f"in StatefulSet {owner['metadata']['name']}"
+        self.controllers.create_recorded(
+            owner,
+            self.claims,
+            body,
+            f"create Claim {{name}} Pod {pod} {of_set} success",
+            f"create Claim {{name}} for Pod {pod} {of_set} failed error: {{error}}",
+        )
 
     def _delete_pod(self, owner: JSON, pod: JSON) -> None:
-        name = pod["metadata"]["name"]
-        self.controllers.write(
-            self.server._delete, self.pods, pod["metadata"]["namespace"], name, {}
-        )
-        message = f"delete Pod {name} in StatefulSet {owner['metadata']['name']} successful"
-        self.controllers.record_event(owner, "SuccessfulDelete", message)
+        message = f"delete Pod {{name}} in StatefulSet {owner['metadata']['name']} successful"
+        self.controllers.delete_recorded(owner, self.pods, pod, message)
 
     def _write_status(self, owner: JSON, update_revision: str) -> None:
         pods = [p for p in self._pods(owner).values() if not deleting(p)]

@@ -253,6 +253,32 @@ class Controllers:
         stored = self.server.storage.get(resource, key)
         return None if stored is None or deleting(stored.obj) else stored.obj
 
+    def create_recorded(
+        self, owner: JSON, resource: ResourceType, body: JSON, succeeded: str, failed: str
+    ) -> JSON | None:
+        """Create ``body`` in ``owner``'s namespace and record the controller's Event on the
+        owner: ``SuccessfulCreate`` with ``succeeded``, or, when the server refuses, a
+        ``FailedCreate`` Warning with ``failed`` (both formatted with the object's ``name`` and
+        the refusal's ``error``). The created object, or None."""
+        name = body["metadata"].get("name") or body["metadata"].get("generateName", "")
+        try:
+            made = self.write(self.server._create, resource, body, owner["metadata"]["namespace"])
+        except st.StatusError as exc:
+            message = failed.format(name=name, error=exc)
+            self.record_event(owner, "FailedCreate", message, warning=True)
+            return None
+        created: JSON = made.obj
+        message = succeeded.format(name=created["metadata"]["name"], error="")
+        self.record_event(owner, "SuccessfulCreate", message)
+        return created
+
+    def delete_recorded(self, owner: JSON, resource: ResourceType, obj: JSON, message: str) -> None:
+        """Delete ``obj`` and record ``SuccessfulDelete`` on ``owner`` (``message`` formatted
+        with the object's ``name``)."""
+        name = obj["metadata"]["name"]
+        self.write(self.server._delete, resource, obj["metadata"]["namespace"], name, {})
+        self.record_event(owner, "SuccessfulDelete", message.format(name=name))
+
     def record_event(self, obj: JSON, reason: str, message: str, *, warning: bool = False) -> None:
         component = f"{obj['kind'].lower()}-controller"
         kind = events.WARNING if warning else events.NORMAL
