@@ -4,8 +4,9 @@ Their controllers (pkg/controller/history) keep each pod template they have run 
 ``apps/v1`` ControllerRevision owned by the set: named ``{set}-{hash}``, labelled with the
 template's labels and ``controller.kubernetes.io/hash``, its ``data`` the patch that restores
 the template, its ``revision`` one more than the newest before. ``kubectl rollout history`` and
-``rollout undo`` read them; the pods carry the revision in ``controller-revision-hash``. Old
-revisions are kept (``revisionHistoryLimit`` is not enforced).
+``rollout undo`` read them; the pods carry the revision in ``controller-revision-hash``. Going
+back to an earlier template renumbers its revision as the newest. Old revisions are kept
+(``revisionHistoryLimit`` is not enforced).
 """
 
 from __future__ import annotations
@@ -55,10 +56,6 @@ def current(controllers: Controllers, owner: JSON) -> tuple[str, str] | None:
     # The status's collisionCount, 0 until set (the set's first status write sets it to 0).
     hash_ = pod_template_hash(template, as_int(as_dict(owner.get("status")).get("collisionCount")))
     name = f"{owner['metadata']['name']}-{hash_}"
-    existing = server.storage.get(resource, (namespace, name))
-    if existing is not None:
-        ref = controller_of(existing.obj) or {}
-        return (name, hash_) if ref.get("uid") == owner["metadata"]["uid"] else None
     newest = max(
         (
             int(r.get("revision") or 0)
@@ -67,6 +64,17 @@ def current(controllers: Controllers, owner: JSON) -> tuple[str, str] | None:
         ),
         default=0,
     )
+    existing = server.storage.get(resource, (namespace, name))
+    if existing is not None:
+        ref = controller_of(existing.obj) or {}
+        if ref.get("uid") != owner["metadata"]["uid"]:
+            return None
+        if as_int(existing.obj.get("revision")) < newest:
+            # A template the set ran before (``rollout undo``): its revision becomes the newest
+            # again, renumbered as history.FindEqualRevisions then UpdateControllerRevision do.
+            body = {**deep_copy(existing.obj), "revision": newest + 1}
+            controllers.write(server._update, resource, namespace, name, body, None)
+        return name, hash_
     body = {
         "metadata": {
             "name": name,

@@ -176,3 +176,26 @@ def test_on_delete_and_a_partition_hold_pods_on_their_revision() -> None:
     assert {p["spec"]["containers"][0]["image"] for p in pods(on_delete).values()} == {
         "postgres:16"
     }
+
+
+def test_going_back_to_an_earlier_template_renumbers_its_revision_as_the_newest() -> None:
+    api = server()
+    api.create("statefulsets", statefulset(replicas=1), namespace=NS)
+    api.advance(CONTAINER_START_SECONDS)
+    first = api.get("statefulsets", "db", namespace=NS)["status"]["updateRevision"]
+
+    def image(tag: str) -> JSON:
+        containers = [{"name": "main", "image": f"postgres:{tag}"}]
+        return {"spec": {"template": {"spec": {"containers": containers}}}}
+
+    api.patch("statefulsets", "db", image("17"), namespace=NS)
+    api.advance(2)
+    api.patch("statefulsets", "db", image("16"), namespace=NS)  # what rollout undo writes
+    api.advance(2)
+    status = api.get("statefulsets", "db", namespace=NS)["status"]
+    assert status["updateRevision"] == status["currentRevision"] == first  # the same name
+    numbers = {
+        r["metadata"]["name"]: r["revision"] for r in api.list("controllerrevisions", namespace=NS)
+    }
+    assert numbers[first] == 3
+    assert sorted(numbers.values()) == [2, 3]
