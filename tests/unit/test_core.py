@@ -17,6 +17,7 @@ from kubesim._core import (
     integers,
     uuid4_drawer,
 )
+from kubesim._core.choices import format_uuid4
 
 
 def draws(source: SeededChoices | RecordingChoices | ReplayChoices, n: int = 20) -> list[int]:
@@ -92,6 +93,22 @@ def test_a_uuid_is_four_draws_and_the_seeded_source_makes_them_in_one_call(
     recorder = RecordingChoices(SeededChoices(seed))
     assert [uuid4_drawer(recorder)() for _ in range(count)] == drawn
     assert len(recorder.log) == 4 * count
+
+
+_WORD = st.one_of(
+    st.sampled_from([0, 1, 0xFFFF, 0x10000, 0x7FFFFFFF, 0xFFFFFFFF]), st.integers(0, 2**32 - 1)
+)
+
+
+@given(_WORD, _WORD, _WORD, _WORD)
+def test_a_uuid_formats_its_four_words_as_the_standard_library(
+    a: int, b: int, c: int, d: int
+) -> None:
+    import uuid
+
+    assert format_uuid4(a, b, c, d) == str(
+        uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4)
+    )
 
 
 def test_bad_arguments_are_named_in_the_error() -> None:
