@@ -27,7 +27,9 @@ from kubesim.server import (
     kubelet,
     managed_fields,
     metrics,
+    negotiation,
     openapi,
+    partial_metadata,
     protobuf,
     reviews,
     tables,
@@ -399,7 +401,28 @@ def _resource_request(
     server: APIServer, request: Request, group: str, version: str, rest: list[str]
 ) -> Response:
     target = _locate(server, group, version, rest)
-    return _served(target, _serve(server, request, target))
+    response = _served(target, _serve(server, request, target))
+    conversion_asked = negotiation.negotiate(request.header("Accept") or "")
+    if conversion_asked is not None and partial_metadata.is_metadata(conversion_asked):
+        return _as_metadata(target, response, conversion_asked)
+    return response
+
+
+def _as_metadata(
+    target: _Target, response: Response, conversion_asked: negotiation.Conversion
+) -> Response:
+    """An answer converted to PartialObjectMetadata(List), as the Accept header asked."""
+    body = response.body
+    if isinstance(body, WatchStream):
+        if conversion_asked.kind != partial_metadata.OBJECT:
+            return response  # no watch event converts to a list: each object goes out as it is
+        return replace(
+            response, body=partial_metadata.PartialMetadataWatchStream(body, conversion_asked)
+        )
+    if response.content_type != JSON_TYPE or not body:
+        return response  # a pod's log
+    converted = partial_metadata.convert_body(body, target.resource, conversion_asked)
+    return replace(response, body=converted)
 
 
 def _serve(server: APIServer, request: Request, target: _Target) -> Response:

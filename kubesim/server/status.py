@@ -113,6 +113,12 @@ def not_acceptable(accepted: list[str]) -> StatusError:
     )
 
 
+def not_acceptable_conversion(message: str) -> StatusError:
+    """406 for an ``as=`` conversion that does not apply to the answer (a list asked for as one
+    object's metadata), as endpoints/handlers/response.go's errNotAcceptable words it."""
+    return StatusError(failure(406, "NotAcceptable", message))
+
+
 def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
     """403 Forbidden as apimachinery's NewForbidden words it (admission and RBAC refusals)."""
     qualified = _qualified(resource, group)

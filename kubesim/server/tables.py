@@ -29,6 +29,7 @@ import datetime as _dt
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from kubesim.server import negotiation
 from kubesim.server.encoding import dumps, loads
 from kubesim.server.resources import ResourceType
 from kubesim.server.watch import WatchStream
@@ -39,8 +40,7 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 
-TABLE_GROUP = "meta.k8s.io"
-TABLE_VERSIONS = ("v1", "v1beta1")
+TABLE_GROUP = negotiation.META_GROUP
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 
 _NAME_DESCRIPTION = (
@@ -94,30 +94,12 @@ POD_COLUMNS: list[JSON] = [
 
 # -- content negotiation -----------------------------------------------------------------------
 def negotiate(accept: str) -> str | None:
-    """The Table version (``v1``/``v1beta1``) the Accept header asks for, or None for plain JSON.
-
-    Media ranges are taken in the client's order: the first one the server can produce wins.
-    A Table range for an unknown group or version is skipped, as the apiserver's negotiation
-    skips what it cannot serve; a plain JSON range (or ``*/*``) ends the search with "no table".
-    """
-    for part in accept.split(","):
-        pieces = [p.strip() for p in part.split(";")]
-        media = pieces[0].lower()
-        if media not in ("application/json", "*/*", "application/*"):
-            continue
-        params = {}
-        for piece in pieces[1:]:
-            key, _, value = piece.partition("=")
-            params[key.strip().lower()] = value.strip()
-        if "as" not in params:
-            return None
-        if (
-            params["as"] == "Table"
-            and params.get("g") == TABLE_GROUP
-            and params.get("v") in TABLE_VERSIONS
-        ):
-            return params["v"]
-    return None
+    """The Table version (``v1``/``v1beta1``) the Accept header asks for, or None when the first
+    range the server can produce is not a Table (:func:`kubesim.server.negotiation.negotiate`)."""
+    conversion = negotiation.negotiate(accept)
+    if conversion is None or conversion.kind != "Table":
+        return None
+    return conversion.version
 
 
 # -- cells -------------------------------------------------------------------------------------
