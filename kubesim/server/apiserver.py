@@ -34,6 +34,7 @@ from kubesim.server import (
     lifecycle,
     managed_fields,
     metrics,
+    narrow_subresources,
     reviews,
     service_accounts,
     tolerations,
@@ -695,12 +696,16 @@ class APIServer:
             meta["namespace"] = key[0]
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
+        narrow = narrow_subresources.writes(resource.group, resource.kind, subresource)
         if subresource == "status":
             # PUT .../status changes only status (registry strategies PrepareForUpdate).
             obj = {**old, "status": obj.get("status", {})}
             obj["metadata"] = dict(old["metadata"])
+        elif narrow is not None:
+            obj = narrow_subresources.prepare_for_update(narrow, old, obj, self.clock.timestamp())
         elif "status" in old and resource.status_subresource:
             obj["status"] = old["status"]
+        meta = obj["metadata"]  # a subresource's write starts from the stored metadata
         kind = (resource.group, resource.kind)
         on_write = defaults.ON_WRITE.get(kind)
         # A status write keeps the stored spec, defaulted when it was written; it shares nested
@@ -714,6 +719,10 @@ class APIServer:
         ):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         self._invalid_if(resource, obj)
+        if narrow is not None:
+            causes = narrow_subresources.validate_update(narrow, old, obj)
+            if causes:
+                raise st.invalid(resource.kind, resource.group, meta["name"], causes)
         lifecycle.check_no_new_finalizers(resource, old, obj)
         obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         new = canonical_object(obj)

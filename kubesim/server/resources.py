@@ -264,7 +264,11 @@ class Subresource:
 SUBRESOURCES: dict[tuple[str, str], tuple[Subresource, ...]] = {
     ("", "pods"): (
         Subresource("binding", "Binding", ("create",)),
+        Subresource("ephemeralcontainers", "Pod", ("get", "patch", "update")),
         Subresource("log", "Pod", ("get",)),
+    ),
+    ("certificates.k8s.io", "certificatesigningrequests"): (
+        Subresource("approval", "CertificateSigningRequest", ("get", "patch", "update")),
     ),
     ("", "serviceaccounts"): (
         Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),
