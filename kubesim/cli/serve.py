@@ -35,13 +35,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
         bookmark_interval=args.bookmark_interval,
         # What a cluster does that clients and their tests look for: a `default` ServiceAccount
-        # in every namespace, the two default tolerations on every pod, managedFields on every
-        # object (named after the User-Agent when the request names no fieldManager), pods that
-        # get scheduled and start, Deployments that make ReplicaSets that make pods, owners
-        # whose deletion deletes what they own, and what a control plane writes at start-up
-        # (the kubernetes Service; kube-system's pods when there are nodes and controllers).
+        # in every namespace, the two default tolerations and the full defaults on every pod
+        # (and pod template), managedFields on every object (named after the User-Agent when
+        # the request names no fieldManager), pods that get scheduled and start, Deployments
+        # that make ReplicaSets that make pods, owners whose deletion deletes what they own, and
+        # what a control plane writes at start-up (the kubernetes Service; kube-system's pods
+        # when there are nodes and controllers).
         service_accounts=True,
         default_tolerations=True,
+        pod_spec_defaults=True,
         field_managers_from_user_agent=True,
         nodes=args.nodes,
         controllers=args.controllers,

@@ -35,6 +35,7 @@ from kubesim.server import (
     managed_fields,
     metrics,
     narrow_subresources,
+    pod_spec_defaults,
     reviews,
     service_accounts,
     tolerations,
@@ -125,6 +126,9 @@ class APIServer:
       :mod:`kubesim.server.service_accounts`).
     - ``default_tolerations=True``: the DefaultTolerationSeconds admission (every pod tolerates
       an unready or unreachable node for 300 s: :mod:`kubesim.server.tolerations`).
+    - ``pod_spec_defaults=True``: pods' and pod templates' defaults in full (containers' pull
+      policy and termination message, probes, ports, volumes:
+      :mod:`kubesim.server.pod_spec_defaults`).
     - ``field_managers_from_user_agent=True``: ``managedFields`` for every write over HTTP, the
       manager named by the request's ``fieldManager`` or else its User-Agent.
     - ``nodes=N``: N nodes, the scheduler and their kubelets, which bind each new pod and start
@@ -156,6 +160,7 @@ class APIServer:
         wait_policy: WaitPolicy | None = None,
         service_accounts: bool = False,
         default_tolerations: bool = False,
+        pod_spec_defaults: bool = False,
         field_managers_from_user_agent: bool = False,
         nodes: int = 0,
         controllers: bool = False,
@@ -234,6 +239,7 @@ class APIServer:
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
         self._default_tolerations = default_tolerations
+        self._pod_spec_defaults = pod_spec_defaults
         self._pod_admission = service_accounts or default_tolerations  # skipped on most writes
         self._nodes: kubelet.Nodes | None = None
         # The Events the components record (kubesim.server.events), one sequence for all.
@@ -523,6 +529,8 @@ class APIServer:
             meta["generation"] = 1
         if on_write is not None:
             on_write(obj)
+        if self._pod_spec_defaults:
+            pod_spec_defaults.apply(kind, obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
         if self._pod_admission and namespace is not None and kind == ("", "Pod"):
@@ -712,6 +720,8 @@ class APIServer:
         # values with the stored object, so only copy-on-write defaults may run on it.
         if on_write is not None and (subresource != "status" or kind in defaults.COPY_ON_WRITE):
             on_write(obj)
+        if self._pod_spec_defaults and subresource != "status":
+            pod_spec_defaults.apply(kind, obj)
         if self._default_tolerations and kind == ("", "Pod") and subresource is None:
             tolerations.admit_pod(obj)  # admission runs on updates too
         if resource.generation_fields and any(

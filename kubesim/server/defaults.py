@@ -10,6 +10,7 @@ the n-th address.
 
 from __future__ import annotations
 
+import base64
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -86,8 +87,40 @@ def job_defaults(obj: JSON) -> None:
 
 
 def replicas_defaults(obj: JSON) -> None:
-    """SetDefaults_ReplicaSet, SetDefaults_ReplicationController: one replica."""
+    """SetDefaults_ReplicaSet: one replica."""
     _mapping(obj, "spec").setdefault("replicas", 1)
+
+
+def replication_controller_defaults(obj: JSON) -> None:
+    """SetDefaults_ReplicationController: one replica; the template's labels are the selector
+    and the controller's labels when those are empty (``kubectl expose rc`` reads them)."""
+    spec = _mapping(obj, "spec")
+    spec.setdefault("replicas", 1)
+    template = spec.get("template")
+    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+    if not isinstance(labels, dict):
+        return
+    if not spec.get("selector"):
+        spec["selector"] = dict(labels)
+    metadata = _mapping(obj, "metadata")
+    if not metadata.get("labels"):
+        metadata["labels"] = dict(labels)
+
+
+def secret_defaults(obj: JSON) -> None:
+    """SetDefaults_Secret (``type: Opaque``), and the v1 conversion's merge of ``stringData``
+    into ``data``: each value base64-encoded, overwriting ``data``'s key; ``stringData`` itself
+    is never stored. Keys sorted, as Go encodes the map."""
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+    string_data = obj.pop("stringData", None)
+    if not isinstance(string_data, dict) or not string_data:
+        return
+    data = obj.get("data")
+    merged = dict(data) if isinstance(data, dict) else {}
+    for key, value in string_data.items():
+        merged[key] = base64.b64encode(str(value).encode()).decode()
+    obj["data"] = dict(sorted(merged.items()))
 
 
 def stateful_set_defaults(obj: JSON) -> None:
@@ -146,7 +179,8 @@ ON_WRITE: dict[tuple[str, str], Callable[[JSON], None]] = {
     ("apps", "ReplicaSet"): replicas_defaults,
     ("apps", "StatefulSet"): stateful_set_defaults,
     ("apps", "DaemonSet"): daemon_set_defaults,
-    ("", "ReplicationController"): replicas_defaults,
+    ("", "ReplicationController"): replication_controller_defaults,
+    ("", "Secret"): secret_defaults,
     ("batch", "CronJob"): cron_job_defaults,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler_defaults,
 }

@@ -213,7 +213,13 @@ def test_a_merge_patch_merges_maps_and_replaces_lists(api: Endpoint, ns: str) ->
         content_type=MERGE,
     )
     assert patched["metadata"]["labels"] == {"a": "1", "c": "3"}
-    assert patched["spec"]["containers"] == [{"name": "only", "image": "alpine:3"}]
+    # The list is replaced whole (then defaulted, as every write of a pod is).
+    [only] = patched["spec"]["containers"]
+    assert (only["name"], only["image"], only["imagePullPolicy"]) == (
+        "only",
+        "alpine:3",
+        "IfNotPresent",
+    )
 
 
 def test_a_strategic_merge_patch_merges_containers_by_name(api: Endpoint, ns: str) -> None:
