@@ -6,6 +6,8 @@ discovery (client-go ``discovery_client.go`` picks the format by response Conten
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from kubesim.server.resources import SUBRESOURCES, ResourceType
@@ -63,6 +65,13 @@ def api_group(resources: list[ResourceType], group: str) -> JSON | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(group, versions)}
 
 
+def storage_version_hash(stored: ResourceType) -> str:
+    """The first 8 bytes of SHA-256 over ``group/version/kind`` of the version the resource is
+    stored in, base64 (discovery/storageversionhash.go): a client's cue that storage moved."""
+    digest = hashlib.sha256(f"{stored.group}/{stored.version}/{stored.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
 def api_resource_list(resources: list[ResourceType], group: str, version: str) -> JSON | None:
     chosen = [r for r in resources if r.group == group and r.version == version]
     if not chosen:
@@ -80,6 +89,8 @@ def api_resource_list(resources: list[ResourceType], group: str, version: str) -
             entry["shortNames"] = list(r.short_names)
         if r.categories:
             entry["categories"] = list(r.categories)
+        if not (r.review or r.metrics):  # what has storage
+            entry["storageVersionHash"] = storage_version_hash(r.stored_as or r)
         entries.append(entry)
         if r.status_subresource:
             entries.append(

@@ -352,7 +352,7 @@ def _validated_body(
     ``Warning`` header that names what it dropped."""
     mode = field_validation.directive(query.get("fieldValidation"), options_kind)
     served = target.view or target.resource
-    body, warnings = field_validation.check(served, _decode_body(request), mode)
+    body, warnings = field_validation.check(served, _decode_body(request, served.kind), mode)
     return _to_storage(server, target, body), ({"Warning": ", ".join(warnings)} if warnings else {})
 
 
@@ -740,11 +740,31 @@ def _decode_json(body: bytes) -> Any:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
-def _decode_body(request: Request) -> Any:
+def _unrecognized(kind: str, error: st.StatusError, body: bytes) -> st.StatusError:
+    """A body that decodes to no object, as the create and update handlers word it
+    (handlers/create.go transformDecodeError): the kind expected, the decoder's error and the
+    first 30 bytes of the body, as text when it starts like an object, else in hex."""
+    if not body:
+        summary = "<empty>"
+    else:
+        head = body[:30]
+        text = head.decode(errors="replace") if body[:1] == b"{" else head.hex()
+        summary = text + (" ..." if len(body) > 30 else "")
+    return st.bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): {error} ({summary})"
+    )
+
+
+def _decode_body(request: Request, kind: str | None = None) -> Any:
+    """The request's object. ``kind``: the kind a create or update expects, named by the error
+    when the body is no object at all."""
     body = _check_size(request.body)
     content_type = request.header("Content-Type").split(";")[0].strip().lower()
     if content_type in ("", "application/json", "*/*"):
-        obj = _decode_json(body)
+        try:
+            obj = _decode_json(body)
+        except st.StatusError as exc:
+            raise exc if kind is None else _unrecognized(kind, exc, body) from None
     elif content_type == "application/yaml":
         obj = _decode_yaml(body)
     elif content_type == protobuf.CONTENT_TYPE:
@@ -758,11 +778,12 @@ def _decode_body(request: Request) -> Any:
     else:
         raise st.unsupported_media_type(_BODY_TYPES)
     if not isinstance(obj, dict):
-        raise st.bad_request(
+        error = st.bad_request(
             f"couldn't get version/kind; json parse error: json: cannot unmarshal "
             f"{_go_type_name(obj)} into Go value of type struct {{ APIVersion string "
             f'"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }}'
         )
+        raise error if kind is None else _unrecognized(kind, error, body)
     return obj
 
 

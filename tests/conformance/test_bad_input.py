@@ -69,7 +69,13 @@ def label_parser_message(text: str) -> str:
 def test_a_malformed_json_body_is_a_400_bad_request(api: Endpoint, ns: str, body: bytes) -> None:
     for method, path in (("POST", configmaps(ns)), ("PUT", configmaps(ns, "c"))):
         status = assert_status(api.request(method, path, body), 400, "BadRequest")
-        assert status["message"].startswith("couldn't get version/kind; json parse error: ")
+        # handlers/create.go transformDecodeError: the kind, the decoder's error, the body.
+        assert status["message"].startswith(
+            "the object provided is unrecognized (must be of type ConfigMap): "
+            "couldn't get version/kind; json parse error: "
+        )
+        summary = body.decode() if body.startswith(b"{") else body.hex()
+        assert status["message"].endswith(f" ({summary})")
     assert_status(
         api.request(
             "PATCH", configmaps(ns, "c"), body, content_type="application/merge-patch+json"
@@ -82,7 +88,16 @@ def test_a_malformed_json_body_is_a_400_bad_request(api: Endpoint, ns: str, body
 
 def test_a_json_body_that_is_not_an_object_is_a_400(api: Endpoint, ns: str) -> None:
     for body in (b"[]", b'"pod"', b"42", b"null"):
-        assert_status(api.request("POST", pods(ns), body), 400, "BadRequest")
+        status = assert_status(api.request("POST", pods(ns), body), 400, "BadRequest")
+        assert status["message"].startswith(
+            "the object provided is unrecognized (must be of type Pod): couldn't get "
+            "version/kind; json parse error: json: cannot unmarshal "
+        )
+        assert status["message"].endswith(f" ({body.hex()})")
+    # kubectl's own test: YAML sent as JSON, longer than the 30 bytes the message quotes.
+    yaml = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: valid-pod\n"
+    status = assert_status(api.request("POST", pods(ns), yaml), 400, "BadRequest")
+    assert status["message"].endswith(f" ({yaml[:30].hex()} ...)")
     assert api.alive()
 
 

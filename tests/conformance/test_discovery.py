@@ -50,6 +50,23 @@ def test_api_v1_is_an_api_resource_list_with_pods_namespaces_and_subresources(
     assert {"configmaps", "secrets", "services", "nodes"} <= set(by_name)
 
 
+def test_stored_resources_carry_the_storage_version_hash_a_cluster_computes(
+    api: Endpoint,
+) -> None:
+    # The values a kube-apiserver lists for these (sha256 of "group/version/kind", 8 bytes).
+    core = resources_by_name(api.ok("GET", "/api/v1"))
+    assert core["configmaps"]["storageVersionHash"] == "qFsyl6wFWjQ="
+    assert core["pods"]["storageVersionHash"] == "xPOwRZ+Yhw8="
+    assert "storageVersionHash" not in core["pods/status"]
+    apps = resources_by_name(api.ok("GET", "/apis/apps/v1"))
+    assert apps["deployments"]["storageVersionHash"] == "8aSe+NMegvE="
+    # What kubectl's own discovery test greps for: the hash right after the short names.
+    raw = api.request("GET", "/api/v1").body
+    assert b'"shortNames":["cm"],"storageVersionHash":' in raw
+    reviews = resources_by_name(api.ok("GET", "/apis/authentication.k8s.io/v1"))
+    assert "storageVersionHash" not in reviews["tokenreviews"]
+
+
 def test_apis_is_an_api_group_list_with_apps_preferring_v1(api: Endpoint) -> None:
     document = api.ok("GET", "/apis")
     assert document["kind"] == "APIGroupList"
