@@ -235,9 +235,17 @@ class Nodes:
 
     def _schedule(self, key: tuple[str, str], pod: JSON) -> None:
         nodes = self._live_nodes()
-        fits = [name for name, node in nodes.items() if fits_node(pod, node)]
+        # The first filter each node fails, in the default profile's order: NodeUnschedulable
+        # (a cordoned node), then NodeAffinity.
+        unfit: dict[str, str] = {}
+        for name, node in nodes.items():
+            if cordoned_for(pod, node):
+                unfit[name] = "node(s) were unschedulable"
+            elif not fits_node(pod, node):
+                unfit[name] = "node(s) didn't match Pod's node affinity/selector"
+        fits = [name for name in nodes if name not in unfit]
         if not fits:
-            self._unschedulable(key, pod, len(nodes), len(nodes) - len(fits))
+            self._unschedulable(key, pod, len(nodes), list(unfit.values()))
             return
         load = dict.fromkeys(fits, 0)
         for _, stored in self.server.storage.items(self.pods):
@@ -253,14 +261,17 @@ class Nodes:
             component=DEFAULT_SCHEDULER,
         )
 
-    def _unschedulable(self, key: tuple[str, str], pod: JSON, total: int, mismatched: int) -> None:
+    def _unschedulable(
+        self, key: tuple[str, str], pod: JSON, total: int, reasons: list[str]
+    ) -> None:
         if total == 0:
             message = "no nodes available to schedule pods"
         else:
+            # FitError: how many nodes failed for each reason, the reasons sorted.
+            counts = ", ".join(f"{reasons.count(r)} {r}" for r in sorted(set(reasons)))
             message = (
-                f"0/{total} nodes are available: {mismatched} node(s) didn't match Pod's node "
-                f"affinity/selector. preemption: 0/{total} nodes are available: {total} "
-                "Preemption is not helpful for scheduling."
+                f"0/{total} nodes are available: {counts}. preemption: 0/{total} nodes are "
+                f"available: {total} Preemption is not helpful for scheduling."
             )
         condition = {
             "type": "PodScheduled",
@@ -605,6 +616,30 @@ def bind(pod: JSON, node: str, now: str) -> JSON:
     }
     pod["status"] = {**status, "conditions": [*kept, scheduled]}
     return pod
+
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
+def cordoned_for(pod: JSON, node: JSON) -> bool:
+    """``node`` is cordoned (``spec.unschedulable``, ``kubectl cordon``/``drain``) and ``pod``
+    does not tolerate the ``node.kubernetes.io/unschedulable:NoSchedule`` taint that stands for
+    it (the scheduler's NodeUnschedulable filter; DaemonSet pods tolerate it)."""
+    if not _dict(node.get("spec")).get("unschedulable"):
+        return False
+    for toleration in _dict(pod.get("spec")).get("tolerations") or []:
+        if not isinstance(toleration, dict) or toleration.get("effect") not in (
+            None,
+            "",
+            "NoSchedule",
+        ):
+            continue
+        key, operator = toleration.get("key") or "", toleration.get("operator") or "Equal"
+        if operator == "Exists" and key in ("", UNSCHEDULABLE_TAINT):
+            return False
+        if key == UNSCHEDULABLE_TAINT and not toleration.get("value"):
+            return False
+    return True
 
 
 def fits_node(pod: JSON, node: JSON) -> bool:

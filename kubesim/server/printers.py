@@ -635,6 +635,32 @@ def hpa_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     ]
 
 
+# pkg/printers/internalversion podDisruptionBudgetColumnDefinitions.
+PDB_COLUMNS = [
+    NAME,
+    _column("Min Available", "The minimum number of pods that must be available."),
+    _column("Max Unavailable", "The maximum number of pods that may be unavailable."),
+    _column(
+        "Allowed Disruptions",
+        "Calculated number of pods that may be disrupted at this time.",
+        kind="integer",
+    ),
+    AGE,
+]
+
+
+def pdb_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    spec = _dict(obj.get("spec"))
+    least, most = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [
+        _name(obj),
+        "N/A" if least is None else str(least),
+        "N/A" if most is None else str(most),
+        _int(_dict(obj.get("status")).get("disruptionsAllowed")),
+        _age(obj, now),
+    ]
+
+
 Printer = tuple[list[JSON], Cells]
 
 #: (group, kind) -> (column definitions, cells of one object).
@@ -657,4 +683,5 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("batch", "Job"): (JOB_COLUMNS, job_cells),
     ("batch", "CronJob"): (CRON_JOB_COLUMNS, cron_job_cells),
     ("autoscaling", "HorizontalPodAutoscaler"): (HPA_COLUMNS, hpa_cells),
+    ("policy", "PodDisruptionBudget"): (PDB_COLUMNS, pdb_cells),
 }

@@ -265,6 +265,7 @@ SUBRESOURCES: dict[tuple[str, str], tuple[Subresource, ...]] = {
     ("", "pods"): (
         Subresource("binding", "Binding", ("create",)),
         Subresource("ephemeralcontainers", "Pod", ("get", "patch", "update")),
+        Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
         Subresource("log", "Pod", ("get",)),
     ),
     ("certificates.k8s.io", "certificatesigningrequests"): (

@@ -22,6 +22,7 @@ from typing import Any
 from kubesim.server import (
     conversion,
     discovery,
+    disruption,
     field_validation,
     health,
     kubelet,
@@ -444,6 +445,8 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
         return _scale(server, request, target, query)
     if target.subresource == "binding":
         return _binding(server, request, target, query)
+    if target.subresource == "eviction":
+        return _eviction(server, request, target, query)
     if target.subresource == "log":
         return _log(server, request, target, query)
     if target.subresource == "token":
@@ -554,6 +557,22 @@ def _binding(server: APIServer, request: Request, target: _Target, query: Query)
     node = kubelet.binding_target(_decode_json(_check_size(request.body)), target.name)
     with server.lock, _managing(server, request, query):
         server._bind(target.resource, target.namespace, target.name, node, dry_run=dry_run)
+    return _json(201, {**st.success(), "code": 201})
+
+
+def _eviction(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
+    """POST of an Eviction (kubesim.server.disruption): the pod is deleted if its budget
+    allows; the answer is a success Status with the create's code."""
+    assert target.name is not None
+    assert target.namespace is not None
+    if request.method != "POST":
+        raise st.method_not_allowed(request.method)
+    dry_run = _dry_run(request.method, query)
+    eviction = _decode_body(request, "Eviction")
+    with server.lock, _managing(server, request, query):
+        disruption.evict(
+            server, target.resource, target.namespace, target.name, eviction, dry_run=dry_run
+        )
     return _json(201, {**st.success(), "code": 201})
 
 

@@ -24,6 +24,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
   :mod:`kubesim.server.daemonsets`), with their ControllerRevisions.
 - **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
   (:mod:`kubesim.server.endpoints`).
+- **The disruption controller** keeps each PodDisruptionBudget's status
+  (:mod:`kubesim.server.disruption`), which the eviction subresource reads.
 - **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
   object whose owners are all gone, for any kind. ``propagationPolicy: Orphan`` and
   ``Foreground`` are not modelled: every delete cascades in the background.
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from kubesim.server import endpoints, events
 from kubesim.server import status as st
 from kubesim.server.daemonsets import DaemonSets
+from kubesim.server.disruption import DisruptionController
 from kubesim.server.encoding import deep_copy
 from kubesim.server.objects import (
     as_dict,
@@ -85,6 +88,7 @@ class Controllers:
         self.nodes = server.resource("nodes")
         self.stateful_sets = StatefulSets(self)
         self.daemon_sets = DaemonSets(self)
+        self.disruption = DisruptionController(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -121,6 +125,9 @@ class Controllers:
                 if rs is not None:
                     self._queue_controller(event.key[0], rs.obj, "Deployment", "deployment")
             self._queue_services(event)
+            self._queue_budgets(event)
+        elif event.resource is self.disruption.budgets:
+            self._queue[("budget", event.key)] = None
         elif event.resource is self.services:
             self._queue[("service", event.key)] = None
         if event.type == DELETED:
@@ -144,6 +151,8 @@ class Controllers:
                         self.daemon_sets.sync(key)
                     elif kind == "service":
                         endpoints.sync_service(self.server, self.write, key)
+                    elif kind == "budget":
+                        self.disruption.sync(key)
                     else:
                         self._collect(key[1])
                 except st.StatusError as exc:
@@ -173,6 +182,15 @@ class Controllers:
         for key, stored in self.server.storage.items(self.services, namespace=event.key[0]):
             if any(endpoints.selects(stored.obj, each) for each in labels):
                 self._queue[("service", key)] = None
+
+    def _queue_budgets(self, event: Event) -> None:
+        """A pod's change concerns the PodDisruptionBudgets that pick it, before or after."""
+        labels = [event.new.obj["metadata"].get("labels")]
+        if event.old is not None:
+            labels.append(event.old.obj["metadata"].get("labels"))
+        for each in labels:
+            for key in self.disruption.budgets_of(event.key[0], each):
+                self._queue[("budget", key)] = None
 
     # -- the garbage collector ------------------------------------------------------------
     def _index_owners(self, event: Event) -> None:

@@ -984,3 +984,46 @@ def test_top_reads_the_metrics_api_for_nodes_and_running_pods(kubectl_on_nodes: 
     assert pods[0] == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
     assert "etcd-node-0" in [row[0] for row in pods[1:]]
     assert all(row[1].endswith("m") and row[2].endswith("Mi") for row in pods[1:]), pods
+
+
+@pytest.fixture(params=_binary_params())
+def kubectl_on_own_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kubectl]:
+    """A cluster of two nodes for one test alone: draining a node would change where the
+    shared cluster's later pods go."""
+    workdir = tmp_path / "server"
+    workdir.mkdir()
+    with _serving(workdir, "--nodes", "2") as server:
+        yield _kubectl_for(request, server, tmp_path)
+
+
+def test_drain_cordons_and_evicts_through_the_disruption_budget(
+    kubectl_on_own_cluster: Kubectl,
+) -> None:
+    kubectl = kubectl_on_own_cluster
+    kubectl.ok("create", "deployment", "web", "--image=nginx:1.25", "--replicas=3")
+    kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s")
+    kubectl.ok("create", "pdb", "web", "--selector=app=web", "--min-available=1")
+    budget = kubectl.ok("get", "pdb", "web").splitlines()
+    assert budget[0].split() == [
+        "NAME",
+        "MIN",
+        "AVAILABLE",
+        "MAX",
+        "UNAVAILABLE",
+        "ALLOWED",
+        "DISRUPTIONS",
+        "AGE",
+    ]
+    assert budget[1].split()[:4] == ["web", "1", "N/A", "2"]
+    drained = kubectl.run("drain", "node-1", "--ignore-daemonsets", "--timeout=60s")
+    assert drained.returncode == 0, drained.stdout + drained.stderr
+    assert "node/node-1 drained" in drained.stdout, drained.stdout
+    assert "evicted" in drained.stdout
+    # The node is cordoned, and the replacements the ReplicaSet made went elsewhere.
+    assert "SchedulingDisabled" in _rows(kubectl.ok("get", "nodes"), "node-1")[0]
+    pods = json.loads(kubectl.ok("get", "pods", "-l", "app=web", "-o", "json"))["items"]
+    serving = [p for p in pods if "deletionTimestamp" not in p["metadata"]]
+    assert len(serving) == 3
+    assert {p["spec"]["nodeName"] for p in serving} == {"node-0"}
+    kubectl.ok("uncordon", "node-1")
+    assert "SchedulingDisabled" not in _rows(kubectl.ok("get", "nodes"), "node-1")[0]

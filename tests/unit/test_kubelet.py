@@ -155,6 +155,30 @@ def test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits() -> Non
     assert server.get("pods", "ssd", namespace="default")["status"]["phase"] == "Running"
 
 
+def test_a_cordoned_node_gets_only_pods_that_tolerate_it_until_uncordoned() -> None:
+    server = APIServer(seed=1, nodes=2)
+    server.patch("nodes", "node-0", {"spec": {"unschedulable": True}})
+    server.create("pods", pod("a"), namespace="default")
+    assert server.get("pods", "a", namespace="default")["spec"]["nodeName"] == "node-1"
+    server.patch("nodes", "node-1", {"spec": {"unschedulable": True}})
+    server.create("pods", pod("b", nodeSelector={"disk": "ssd"}), namespace="default")
+    server.create("pods", pod("c"), namespace="default")
+    (condition,) = server.get("pods", "b", namespace="default")["status"]["conditions"]
+    assert condition["message"].startswith("0/2 nodes are available: 2 node(s) were unschedulable.")
+    # What a DaemonSet's pods carry: a toleration of the taint a cordon stands for.
+    tolerating = pod("d", tolerations=[{"key": kubelet.UNSCHEDULABLE_TAINT, "operator": "Exists"}])
+    server.create("pods", tolerating, namespace="default")
+    assert server.get("pods", "d", namespace="default")["spec"]["nodeName"] == "node-0"
+    server.patch("nodes", "node-1", {"metadata": {"labels": {"disk": "ssd"}}})
+    server.patch("nodes", "node-0", {"spec": {"unschedulable": False}})
+    (condition,) = server.get("pods", "b", namespace="default")["status"]["conditions"]
+    assert condition["message"].startswith(
+        "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) were unschedulable."
+    )
+    assert server.get("pods", "c", namespace="default")["spec"]["nodeName"] == "node-0"
+
+
 def test_pods_for_another_scheduler_or_a_missing_node_stay_pending() -> None:
     server = APIServer(seed=1, nodes=1)
     server.create("pods", pod("custom", schedulerName="my-scheduler"), namespace="default")

@@ -204,3 +204,21 @@ def test_endpoint_slices_print_their_ports_and_addresses() -> None:
     ]
     empty = {"metadata": CREATED, "addressType": "IPv4"}
     assert printers.endpoint_slice_cells(empty, NOW)[2:4] == ["<unset>", "<unset>"]
+
+
+def test_disruption_budgets_print_their_bounds_and_allowed_disruptions() -> None:
+    assert names(printers.PDB_COLUMNS) == [
+        "Name",
+        "Min Available",
+        "Max Unavailable",
+        "Allowed Disruptions",
+        "Age",
+    ]
+    counted = {
+        "metadata": CREATED,
+        "spec": {"minAvailable": 2},
+        "status": {"disruptionsAllowed": 1},
+    }
+    assert printers.pdb_cells(counted, NOW) == ["web", "2", "N/A", 1, "60m"]
+    unseen = {"metadata": CREATED, "spec": {"maxUnavailable": "25%"}}
+    assert printers.pdb_cells(unseen, NOW)[1:4] == ["N/A", "25%", 0]
