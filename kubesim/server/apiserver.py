@@ -38,6 +38,7 @@ from kubesim.server import (
     pod_spec_defaults,
     reviews,
     service_accounts,
+    services,
     tolerations,
     workloads,
 )
@@ -729,6 +730,10 @@ class APIServer:
         ):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         self._invalid_if(resource, obj)
+        if kind == ("", "Service") and subresource is None:
+            causes = services.update_cluster_ips(old, obj)
+            if causes:
+                raise st.invalid(resource.kind, resource.group, meta["name"], causes)
         if narrow is not None:
             causes = narrow_subresources.validate_update(narrow, old, obj)
             if causes:

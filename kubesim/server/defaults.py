@@ -199,6 +199,8 @@ def service(obj: JSON, addresses: Iterator[str]) -> None:
     if spec["type"] != "ExternalName" and spec.get("clusterIP") in (None, ""):
         spec["clusterIP"] = next(addresses)
         spec["clusterIPs"] = [spec["clusterIP"]]
+    elif spec.get("clusterIP") and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [spec["clusterIP"]]  # chosen by the client, "None" included
     spec.setdefault("ipFamilies", ["IPv4"])
     spec.setdefault("ipFamilyPolicy", "SingleStack")
     obj["status"] = {"loadBalancer": {}}  # status is the server's, whatever was sent

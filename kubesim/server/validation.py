@@ -116,7 +116,20 @@ def validate_labels(labels: Any, field: str) -> list[JSON]:
     return causes
 
 
+# RBAC objects are named as path segments (ValidateRBACName): `system:basic-user` is valid.
+_PATH_SEGMENT_NAMED_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+
+def _path_segment_errors(name: str) -> list[str]:
+    """apimachinery path.IsValidPathSegmentName."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
 def validate_name(kind: str, name: str) -> list[JSON]:
+    if kind in _PATH_SEGMENT_NAMED_KINDS:
+        return [invalid_value("metadata.name", name, e) for e in _path_segment_errors(name)]
     if kind in _LABEL_NAMED_KINDS:
         if len(name) > 63 or not _DNS1123_LABEL_RE.match(name):
             return [invalid_value("metadata.name", name, _LABEL_MSG)]
