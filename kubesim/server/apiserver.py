@@ -390,6 +390,8 @@ class APIServer:
             managed_fields.record_update(
                 None if old is None else old.obj, obj, self.field_manager, self.clock.timestamp()
             )
+        elif "managedFields" in obj["metadata"] and event_type != DELETED:
+            managed_fields.normalize(obj)  # a client's own entries: [{}] clears them
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         # Encoded before anything changes: a body orjson cannot encode leaves no trace.

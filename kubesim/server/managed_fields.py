@@ -116,6 +116,20 @@ def manager_from_user_agent(user_agent: str) -> str:
     return out
 
 
+# The manager whose applies the two steps of kubectl's client-side to server-side migration
+# concern, and the annotation its client-side apply writes.
+KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# What Go's encoding/json escapes in strings that Python's does not.
+_GO_HTML_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
 def leaf_paths(obj: JSON) -> set[Path]:
     """The fields an object sets, as paths to leaves (lists and empty maps are leaves)."""
     out: set[Path] = set()
@@ -203,7 +217,9 @@ _MISSING = object()
 
 def _entries(obj: JSON) -> list[JSON]:
     entries = obj.get("metadata", {}).get("managedFields")
-    return [dict(e) for e in entries] if isinstance(entries, list) else []
+    if not isinstance(entries, list):
+        return []
+    return [dict(e) for e in entries if isinstance(e, dict)]
 
 
 def _owned(entry: JSON) -> set[Path]:
@@ -230,17 +246,30 @@ def _store(obj: JSON, entries: list[JSON]) -> None:
         meta.pop("managedFields", None)
 
 
+def normalize(obj: JSON) -> None:
+    """Keep only the entries of ``obj``'s managedFields that own something (a client may write
+    them; ``[{}]`` clears them)."""
+    _store(obj, _entries(obj))
+
+
 def record_update(old: JSON | None, new: JSON, manager: str, time: str) -> None:
     """A create, update or patch by ``manager``: it now owns the fields it changed (the other
-    managers lose them), in its ``Update`` entry of ``new``."""
-    entries = _entries(old) if old is not None else []
+    managers lose them), in its ``Update`` entry of ``new``.
+
+    The entries start from the ones ``new`` carries, which are the stored ones unless the client
+    wrote its own (FieldManager.Update decodes the request's first: kubectl moves the fields of
+    its client-side apply to its server-side apply manager so; ``[{}]``, an entry owning
+    nothing, clears them); from ``old``'s when ``new`` carries none."""
+    entries = _entries(new) or (_entries(old) if old is not None else [])
     before = leaf_paths(old) if old is not None else set()
     after = leaf_paths(new)
     changed = {p for p in after if p not in before or _get(old, p) != _get(new, p)}
     removed = before - after
     for entry in entries:
         entry["fieldsV1"] = encode(_owned(entry) - changed - removed)
-    mine = next((e for e in entries if e["manager"] == manager and e["operation"] == UPDATE), None)
+    mine = next(
+        (e for e in entries if e.get("manager") == manager and e.get("operation") == UPDATE), None
+    )
     owned = (_owned(mine) if mine else set()) | changed
     if mine is not None:
         entries.remove(mine)
@@ -257,7 +286,9 @@ def apply(
     Raises a 409 Conflict naming every conflicting field and its owners, unless ``force``.
     """
     entries = _entries(live) if live is not None else []
-    mine = next((e for e in entries if e["manager"] == manager and e["operation"] == APPLY), None)
+    mine = next(
+        (e for e in entries if e.get("manager") == manager and e.get("operation") == APPLY), None
+    )
     applying = leaf_paths(applied)
     conflicts: list[tuple[Path, str, str]] = []
     if live is not None:
@@ -266,9 +297,17 @@ def apply(
                 continue
             for path in _owned(entry) & applying:
                 if _get(live, path) != _get(applied, path):
-                    conflicts.append((path, entry["manager"], str(entry.get("apiVersion", ""))))
+                    conflicts.append(
+                        (path, str(entry.get("manager")), str(entry.get("apiVersion", "")))
+                    )
     if conflicts and not force:
-        raise _conflict(kind, name, sorted(set(conflicts)))
+        # lastAppliedManager: kubectl's server-side apply of an object it applied client-side
+        # takes over the fields its last-applied-configuration names without a conflict.
+        forgiven = _last_applied_paths(live) if manager == KUBECTL and live is not None else set()
+        remaining = [c for c in conflicts if c[0] not in forgiven]
+        if remaining:
+            raise _conflict(kind, name, sorted(set(remaining)))
+        force = True
     result = _merge(json.loads(json.dumps(live)) if live is not None else {}, applied)
     taken = {path for path, _, _ in conflicts}
     others = set()
@@ -287,7 +326,43 @@ def apply(
     entries = [e for e in entries if e is not mine]
     entries.append(_entry(manager, APPLY, applied.get("apiVersion", ""), time, applying))
     _store(result, entries)
+    if manager == KUBECTL:
+        _update_last_applied(result, applied)
     return result
+
+
+def _last_applied(obj: JSON) -> JSON | None:
+    annotations = obj.get("metadata", {}).get("annotations")
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _last_applied_paths(live: JSON) -> set[Path]:
+    last = _last_applied(live)
+    return leaf_paths(last) if last is not None else set()
+
+
+def _update_last_applied(result: JSON, applied: JSON) -> None:
+    """lastAppliedUpdater: an object kubectl applied client-side keeps its annotation in step
+    with what kubectl now applies server-side (the applied object without the annotation, as
+    Go encodes a map: sorted keys, and a newline)."""
+    annotations = result.get("metadata", {}).get("annotations")
+    if not isinstance(annotations, dict) or not annotations.get(LAST_APPLIED):
+        return
+    copied = json.loads(json.dumps(applied))
+    applied_annotations = copied.get("metadata", {}).get("annotations")
+    if isinstance(applied_annotations, dict):
+        applied_annotations.pop(LAST_APPLIED, None)
+    text = json.dumps(copied, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for char, escaped in _GO_HTML_ESCAPES:
+        text = text.replace(char, escaped)
+    annotations[LAST_APPLIED] = text + "\n"
 
 
 def _merge(live: JSON, applied: JSON, path: Path = ()) -> JSON:

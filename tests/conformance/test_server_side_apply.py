@@ -9,6 +9,7 @@ client-side apply followed by a server-side one with other values conflicts.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .objects import configmap, configmaps, deployment, deployments
@@ -238,3 +239,87 @@ def test_ports_are_keyed_by_port_and_protocol_with_the_protocol_defaulted(
         (53, "UDP"),
         (53, "TCP"),
     ]
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _client_side_applied(api: Endpoint, ns: str, data: dict[str, str]) -> dict[str, Any]:
+    """An object as `kubectl apply` (client-side) creates it: the annotation, its manager."""
+    body = applied(data)
+    body["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(applied(data)) + "\n"}
+    manager = query(fieldManager="kubectl-client-side-apply")
+    created: dict[str, Any] = api.ok("POST", configmaps(ns) + manager, body, expect=201)
+    return created
+
+
+def test_kubectl_takes_over_the_fields_its_client_side_apply_last_applied(
+    api: Endpoint, ns: str
+) -> None:
+    _client_side_applied(api, ns, {"a": "1"})
+    path = configmaps(ns, "cm")
+    # Another manager's apply conflicts, as before: the exemption is kubectl's alone.
+    other = api.request(
+        "PATCH", path + query(fieldManager="helm"), applied({"a": "2"}), content_type=APPLY
+    )
+    assert other.status == 409, other
+    taken = api.ok(
+        "PATCH", path + query(fieldManager="kubectl"), applied({"a": "2"}), content_type=APPLY
+    )
+    assert taken["data"] == {"a": "2"}
+    assert owners(taken)["kubectl"] == ("Apply", {"f:data": {"f:a": {}}})
+    # The annotation now holds what kubectl applied: the object as Go encodes a map.
+    text = taken["metadata"]["annotations"][LAST_APPLIED]
+    assert text.endswith("\n")
+    assert json.loads(text) == applied({"a": "2"}) | {"metadata": {"name": "cm"}}
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def test_fields_the_last_applied_configuration_does_not_name_still_conflict(
+    api: Endpoint, ns: str
+) -> None:
+    _client_side_applied(api, ns, {"a": "1"})
+    path = configmaps(ns, "cm")
+    api.ok(
+        "PATCH",
+        path + query(fieldManager="editor"),
+        {"data": {"b": "x"}},
+        content_type="application/merge-patch+json",
+    )
+    refused = api.request(
+        "PATCH",
+        path + query(fieldManager="kubectl"),
+        applied({"a": "2", "b": "y"}),
+        content_type=APPLY,
+    )
+    assert refused.status == 409, refused
+    assert [c["field"] for c in refused.json()["details"]["causes"]] == [".data.b"]
+
+
+def test_a_client_may_rewrite_the_managed_fields_and_clear_them(api: Endpoint, ns: str) -> None:
+    created = _client_side_applied(api, ns, {"a": "1", "legacy": "x"})
+    path = configmaps(ns, "cm")
+    [entry] = created["metadata"]["managedFields"]
+    # What kubectl 1.33 sends before its first server-side apply of a client-side-applied
+    # object: the same fields, owned by its server-side manager.
+    moved = {**entry, "manager": "kubectl", "operation": "Apply"}
+    patch = [{"op": "replace", "path": "/metadata/managedFields", "value": [moved]}]
+    rewritten = api.ok(
+        "PATCH",
+        path + query(fieldManager="kubectl"),
+        patch,
+        content_type="application/json-patch+json",
+    )
+    assert owners(rewritten) == {"kubectl": ("Apply", entry["fieldsV1"])}
+    # Now an apply without "legacy" removes it: kubectl owns it and stopped applying it.
+    reapplied = api.ok(
+        "PATCH", path + query(fieldManager="kubectl"), applied({"a": "1"}), content_type=APPLY
+    )
+    assert reapplied["data"] == {"a": "1"}
+    cleared = api.ok(
+        "PATCH",
+        path,
+        {"metadata": {"managedFields": [{}]}},
+        content_type="application/merge-patch+json",
+    )
+    assert "managedFields" not in cleared["metadata"], cleared["metadata"]["managedFields"]
