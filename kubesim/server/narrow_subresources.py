@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.server.status import not_supported
-from kubesim.server.validation import JSON, invalid_value, required
+from kubesim.server.validation import JSON, duplicate, invalid_value, required, validate_container
 
 # (group, kind, subresource) -> the path of the one field a write through it changes.
 WRITES: dict[tuple[str, str, str], tuple[str, str]] = {
@@ -100,24 +100,12 @@ def _ephemeral_containers(old: JSON, new: JSON) -> list[JSON]:
                 )
             )
     taken = {
-        c.get("name") for key in ("containers", "initContainers") for c in _named(spec.get(key))
+        str(c.get("name"))
+        for key in ("containers", "initContainers")
+        for c in _named(spec.get(key))
     }
     for index, container in enumerate(_named(sent)):
-        name = container.get("name")
-        if not name:
-            causes.append(required(f"{field}[{index}].name"))
-        elif name in taken:
-            causes.append(
-                {
-                    "reason": "FieldValueDuplicate",
-                    "message": f'Duplicate value: "{name}"',
-                    "field": f"{field}[{index}].name",
-                }
-            )
-        else:
-            taken.add(name)
-        if not container.get("image"):
-            causes.append(required(f"{field}[{index}].image"))
+        causes.extend(validate_container(container, f"{field}[{index}]", taken))
     return causes
 
 
@@ -146,13 +134,7 @@ def _approval_conditions(new: JSON) -> list[JSON]:
             if approved:
                 causes.append(_exclusive(field, kind))
         if kind in seen:
-            causes.append(
-                {
-                    "reason": "FieldValueDuplicate",
-                    "message": f'Duplicate value: "{kind}"',
-                    "field": f"{field}.type",
-                }
-            )
+            causes.append(duplicate(f"{field}.type", kind))
         seen.add(kind)
     return causes
 

@@ -181,19 +181,28 @@ def _validate_pod(pod: JSON) -> list[JSON]:
         if not isinstance(container, dict):
             causes.append(invalid_value(path, container, "must be an object"))
             continue
-        cname = container.get("name")
-        if not cname:
-            causes.append(required(f"{path}.name"))
-        elif cname in seen:
-            causes.append(
-                {
-                    "reason": "FieldValueDuplicate",
-                    "message": f"Duplicate value: {_quote(cname)}",
-                    "field": f"{path}.name",
-                }
-            )
-        else:
-            seen.add(cname)
-        if not container.get("image"):
-            causes.append(required(f"{path}.image"))
+        causes.extend(validate_container(container, path, seen))
+    return causes
+
+
+def duplicate(field: str, value: Any) -> JSON:
+    return {
+        "reason": "FieldValueDuplicate",
+        "message": f"Duplicate value: {_quote(value)}",
+        "field": field,
+    }
+
+
+def validate_container(container: JSON, path: str, seen: set[str]) -> list[JSON]:
+    """A container's name (required, and unique among ``seen``, which it joins) and image."""
+    causes: list[JSON] = []
+    name = container.get("name")
+    if not name:
+        causes.append(required(f"{path}.name"))
+    elif name in seen:
+        causes.append(duplicate(f"{path}.name", name))
+    else:
+        seen.add(name)
+    if not container.get("image"):
+        causes.append(required(f"{path}.image"))
     return causes
