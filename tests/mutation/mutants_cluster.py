@@ -157,4 +157,66 @@ MUTANTS = [
         ],
         why="a pod that never started has a usage, as metrics-server never reports",
     ),
+    dict(
+        name="eviction-ignores-the-budget",
+        path="kubesim/server/disruption.py",
+        old="if allowed == 0:\n        raise _too_many(",
+        new="if False:\n        raise _too_many(",
+        tests=[
+            "tests/unit/test_disruption.py::"
+            "test_an_eviction_spends_a_disruption_and_the_next_one_waits_for_the_replacement"
+        ],
+        why="a drain evicts the last pod a budget protects",
+    ),
+    dict(
+        name="scheduler-binds-to-cordoned-nodes",
+        path="kubesim/server/kubelet.py",
+        old='if not _dict(node.get("spec")).get("unschedulable"):',
+        new="if True:",
+        tests=[f"{KUBELET}::test_a_cordoned_node_gets_only_pods_that_tolerate_it_until_uncordoned"],
+        why="a drained node gets the replacements of the pods it was drained of",
+    ),
+    dict(
+        name="metadata-watch-sends-whole-objects",
+        path="kubesim/server/routes.py",
+        old="""        return replace(
+            response, body=partial_metadata.PartialMetadataWatchStream(body, conversion_asked)
+        )""",
+        new="        return response",
+        tests=[
+            "tests/conformance/test_partial_metadata.py::"
+            "test_watch_events_carry_metadata_and_a_list_conversion_leaves_them_whole"
+        ],
+        why="a metadata informer's watch receives whole objects, as if it had asked for them",
+    ),
+    dict(
+        name="secret-string-data-is-stored",
+        path="kubesim/server/defaults.py",
+        old='string_data = obj.pop("stringData", None)',
+        new='string_data = obj.get("stringData")',
+        tests=[
+            "tests/unit/test_pod_spec_defaults.py::"
+            "test_string_data_is_merged_into_data_and_never_stored"
+        ],
+        why="a Secret keeps its write-only stringData, which no cluster stores",
+    ),
+    dict(
+        name="service-cluster-ip-may-change",
+        path="kubesim/server/services.py",
+        old="if old_ips and new_ips and isinstance(new_ips, list) and new_ips[0] != old_ips[0]:",
+        new="if False:",
+        tests=["tests/unit/test_services.py::test_the_primary_address_may_not_change_once_set"],
+        why="a Service's address changes under its clients",
+    ),
+    dict(
+        name="apply-forgives-every-manager",
+        path="kubesim/server/managed_fields.py",
+        old="if manager == KUBECTL and live is not None else set()",
+        new="if live is not None else set()",
+        tests=[
+            "tests/conformance/test_server_side_apply.py::"
+            "test_kubectl_takes_over_the_fields_its_client_side_apply_last_applied"
+        ],
+        why="any manager silently takes over fields kubectl applied client-side",
+    ),
 ]
