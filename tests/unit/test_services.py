@@ -31,7 +31,7 @@ def test_an_update_without_addresses_keeps_the_allocated_ones() -> None:
     assert kept["spec"]["clusterIPs"] == created["spec"]["clusterIPs"]
 
 
-@pytest.mark.parametrize("first", ["None", None])
+@pytest.mark.parametrize("first", ["None", None], ids=["headless", "allocated"])
 def test_the_primary_address_may_not_change_once_set(first: str | None) -> None:
     server = APIServer()
     spec = {**PORTS, **({"clusterIP": first} if first else {})}
