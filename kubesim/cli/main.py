@@ -182,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave kube-system empty: no control-plane pods, CoreDNS or kube-proxy (they run "
         "only with nodes and controllers)",
     )
+    serve.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="log every request to stderr, one access-log line each (client, request line, "
+        "status): what a client under test sends",
+    )
 
     from kubesim.cli.schedule import add_parser as add_schedule
 

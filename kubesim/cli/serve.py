@@ -69,6 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             allow_non_loopback=args.allow_non_loopback,
             tls=tls_files.server_context() if tls_files is not None else None,
             token=args.token,
+            verbose=args.verbose,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         if tls_files is not None:

@@ -335,3 +335,21 @@ def test_the_manager_is_the_user_agent_up_to_its_first_slash(user_agent: str, ma
     from kubesim.server.managed_fields import manager_from_user_agent
 
     assert manager_from_user_agent(user_agent) == manager
+
+
+def test_serve_verbose_logs_each_request_line_and_status(tmp_path: Path) -> None:
+    import urllib.request
+
+    from serve_process import serve
+
+    with serve(tmp_path, "--nodes", "0", "--verbose", banner_lines=1, timeout=30) as banner:
+        url = banner[0].split()[-1]
+        with urllib.request.urlopen(f"{url}/api/v1/namespaces/default/pods?limit=1") as reply:
+            assert reply.status == 200
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{url}/api/v1/namespaces/default/pods/absent")
+        assert missing.value.code == 404
+        missing.value.close()
+    log = (tmp_path / "serve.stderr").read_text()
+    assert '"GET /api/v1/namespaces/default/pods?limit=1 HTTP/1.1" 200' in log, log
+    assert '"GET /api/v1/namespaces/default/pods/absent HTTP/1.1" 404' in log, log
