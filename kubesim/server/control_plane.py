@@ -9,7 +9,8 @@ components do:
 - **By the API server** (always, as envtest's does too): the ``kubernetes`` Service in
   ``default`` (ClusterIP 10.96.0.1, port 443 to the API server's 6443), its Endpoints and
   EndpointSlice, the PriorityClasses ``system-node-critical`` and ``system-cluster-critical``,
-  and healthy ComponentStatuses for the scheduler, the controller manager and etcd.
+  healthy ComponentStatuses for the scheduler, the controller manager and etcd, and the RBAC
+  roles clients count on (``cluster-admin`` and its binding: :mod:`kubesim.server.rbac`).
 - **With nodes and controllers** (the ``kube-system`` workloads; ``kubesim serve
   --no-system-pods`` leaves them out): the first node is the control plane
   (``node-role.kubernetes.io/control-plane``) and its kubelet runs the static pods of etcd,
@@ -30,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from kubesim.server import kubelet
+from kubesim.server import kubelet, rbac
 from kubesim.server.service_accounts import MIRROR_ANNOTATION
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def _create(server: APIServer, plural: str, body: JSON, namespace: str | None = 
 
 def _write_api_server_objects(server: APIServer) -> None:
     address = kubelet.node_ip(0)
+    rbac.install(server)
     # The deprecated ComponentStatus API still answers for the scheduler, the controller
     # manager and etcd (``kubectl get cs``); a cluster computes them per request, healthy here.
     for component in ("controller-manager", "etcd-0", "scheduler"):

@@ -31,3 +31,33 @@ def test_rbac_objects_are_named_as_path_segments(name: str, error: str) -> None:
     # Other kinds keep their DNS names.
     with pytest.raises(st.StatusError):
         server.create("configmaps", {"metadata": {"name": "system:my-map"}}, namespace="default")
+
+
+def test_a_cluster_starts_with_cluster_admin_bound_to_system_masters() -> None:
+    server = APIServer(control_plane=True)
+    roles = {r["metadata"]["name"]: r for r in server.list("clusterroles")}
+    assert set(roles) == {
+        "cluster-admin",
+        "system:basic-user",
+        "system:discovery",
+        "system:public-info-viewer",
+    }
+    admin = roles["cluster-admin"]
+    assert admin["rules"] == [
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+        {"nonResourceURLs": ["*"], "verbs": ["*"]},
+    ]
+    assert admin["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    binding = server.get("clusterrolebindings", "cluster-admin")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "cluster-admin",
+    }
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}
+    ]
+    public = server.get("clusterrolebindings", "system:public-info-viewer")["subjects"]
+    assert [s["name"] for s in public] == ["system:authenticated", "system:unauthenticated"]
+    # Simulations start without them.
+    assert APIServer().list("clusterroles") == []
