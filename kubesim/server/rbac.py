@@ -12,9 +12,10 @@ the policy gives them:
   URLs) and ``system:public-info-viewer`` (health and version), bound to every authenticated
   user, the last also to unauthenticated ones.
 
-kubesim enforces none of it: every request is allowed, and the access reviews say so. The rest
-of the policy (``admin``, ``edit``, ``view`` and their aggregation, the components' and the
-controllers' ``system:*`` roles) is not written.
+The rules are the policy's as its test fixtures (bootstrappolicy/testdata) list them for
+1.28 and later. kubesim enforces none of it: every request is allowed, and the access reviews
+say so. The rest of the policy (``admin``, ``edit``, ``view`` and their aggregation, the
+components' and the controllers' ``system:*`` roles) is not written.
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ CLUSTER_ROLES: dict[str, list[JSON]] = {
     ],
     "system:basic-user": [
         {
-            "apiGroups": ["authentication.k8s.io"],
-            "resources": ["selfsubjectreviews"],
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
             "verbs": ["create"],
         },
         {
-            "apiGroups": ["authorization.k8s.io"],
-            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+            "apiGroups": ["authentication.k8s.io"],
+            "resources": ["selfsubjectreviews"],
             "verbs": ["create"],
         },
     ],
