@@ -6,8 +6,8 @@ writes the part of it that clients and tests rely on by name, with the labels an
 the policy gives them:
 
 - ``cluster-admin`` (every verb on every resource and non-resource URL), bound to the group
-  ``system:masters`` by the ClusterRoleBinding ``cluster-admin`` (what an administrator's
-  certificate names; kube-rs' tests read the role);
+  ``system:masters`` (a cluster's superusers) by the ClusterRoleBinding ``cluster-admin``;
+  kube-rs' tests read the role;
 - ``system:basic-user`` (the self-reviews), ``system:discovery`` (the discovery and version
   URLs) and ``system:public-info-viewer`` (health and version), bound to every authenticated
   user, the last also to unauthenticated ones.
