@@ -11,23 +11,10 @@ import pytest
 from kubesim import APIServer
 from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 from kubesim.server.routes import Request, Response, handle
+from tests.unit.test_workloads import deployment
 
 JSON = dict[str, Any]
 NS = "default"
-
-
-def deployment(name: str = "web", replicas: int = 3) -> JSON:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]},
-            },
-        },
-    }
 
 
 def budget(name: str = "web", selector: str = "web", **spec: Any) -> JSON:
