@@ -39,6 +39,7 @@ from kubesim.server import (
     reviews,
     service_accounts,
     services,
+    struct_decoding,
     tolerations,
     workloads,
 )
@@ -805,6 +806,7 @@ class APIServer:
             raise st.bad_request(str(exc)) from exc
         if not isinstance(patched, dict):
             raise st.bad_request("the patched object is not a JSON object")
+        struct_decoding.check_patched(view or resource, patched, patch, patch_type)
         meta = patched.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise st.bad_request("metadata must be an object")

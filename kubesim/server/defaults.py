@@ -157,6 +157,15 @@ def cron_job_defaults(obj: JSON) -> None:
     spec.setdefault("failedJobsHistoryLimit", 1)
 
 
+def priority_class_defaults(obj: JSON) -> None:
+    """pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass (``preemptionPolicy``), and
+    ``globalDefault: false`` dropped as Go's ``omitempty`` drops it: the stored object is what
+    the decoded struct encodes to. kubectl's ``describe`` dereferences the policy."""
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    if obj.get("globalDefault") is False:
+        del obj["globalDefault"]
+
+
 def horizontal_pod_autoscaler_defaults(obj: JSON) -> None:
     """pkg/apis/autoscaling/v2/defaults.go: minReplicas 1, and with no metric the CPU
     utilization target of 80% (``behavior`` defaults, when one is given, are not modelled)."""
@@ -183,6 +192,7 @@ ON_WRITE: dict[tuple[str, str], Callable[[JSON], None]] = {
     ("", "Secret"): secret_defaults,
     ("batch", "CronJob"): cron_job_defaults,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler_defaults,
+    ("scheduling.k8s.io", "PriorityClass"): priority_class_defaults,
 }
 
 

@@ -47,7 +47,7 @@ def directive(value: str | None, options_kind: str) -> str:
 def check(resource: ResourceType, body: Any, mode: str) -> tuple[Any, list[str]]:
     """Apply ``mode`` to ``body``: the body to store (unknown fields dropped unless Strict
     refused it) and the ``Warning`` header values to answer with."""
-    schemas = _schemas(resource)
+    schemas = kind_schema(resource)
     if schemas is None or not isinstance(body, dict):
         return body, []
     unknown: list[str] = []
@@ -71,7 +71,7 @@ def _warning(text: str) -> str:
 
 
 @functools.cache
-def _schemas(resource: ResourceType) -> tuple[JSON, JSON] | None:
+def kind_schema(resource: ResourceType) -> tuple[JSON, JSON] | None:
     """(every schema by name, the kind's own schema), or None when the kind is not checked."""
     if resource.openapi_schema is not None:
         return None  # a custom resource: its CRD decides (pruning is not modelled)

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubesim.server import status as st
+from kubesim.server.go_values import go_json
 
 JSON = dict[str, Any]
 Path = tuple[str, ...]
@@ -120,14 +121,6 @@ def manager_from_user_agent(user_agent: str) -> str:
 # concern, and the annotation its client-side apply writes.
 KUBECTL = "kubectl"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-# What Go's encoding/json escapes in strings that Python's does not.
-_GO_HTML_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("&", "\\u0026"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-)
 
 
 def leaf_paths(obj: JSON) -> set[Path]:
@@ -359,10 +352,7 @@ def _update_last_applied(result: JSON, applied: JSON) -> None:
     applied_annotations = copied.get("metadata", {}).get("annotations")
     if isinstance(applied_annotations, dict):
         applied_annotations.pop(LAST_APPLIED, None)
-    text = json.dumps(copied, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in _GO_HTML_ESCAPES:
-        text = text.replace(char, escaped)
-    annotations[LAST_APPLIED] = text + "\n"
+    annotations[LAST_APPLIED] = go_json(copied) + "\n"
 
 
 def _merge(live: JSON, applied: JSON, path: Path = ()) -> JSON:

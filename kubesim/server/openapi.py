@@ -133,9 +133,9 @@ def _paths(resource: ResourceType, gvk: JSON) -> JSON:
 def _schemas(resource: ResourceType, gvk: JSON) -> JSON:
     custom = resource.openapi_schema
     if custom is not None:
-        name = _definition_name(resource.group, resource.version, resource.kind)
+        name = definition_name(resource.group, resource.version, resource.kind)
         return {name: {**custom, "x-kubernetes-group-version-kind": [gvk]}}
-    model = _model_class(resource)
+    model = _model_class(resource, resource.kind)
     if model is None:
         return {}
     out: JSON = {}
@@ -144,29 +144,59 @@ def _schemas(resource: ResourceType, gvk: JSON) -> JSON:
     return out
 
 
-def kind_schemas(resource: ResourceType) -> tuple[JSON, str] | None:
+def kind_schemas(resource: ResourceType, kind: str | None = None) -> tuple[JSON, str] | None:
     """A built-in kind's schemas from the official client's models (every schema it refers
-    to, by name) and the name of its own; None without the client or a model for it."""
-    model = _model_class(resource)
+    to, by name) and the name of its own; None without the client or a model for it. ``kind``
+    is another kind of the resource's group-version (its list kind); the resource's own by
+    default."""
+    model = _model_class(resource, kind or resource.kind)
     if model is None:
         return None
     out: JSON = {}
     return out, _model_schema(model, out)
 
 
-def _definition_name(group: str, version: str, kind: str) -> str:
+def model_schemas(model_name: str, out: JSON) -> str | None:
+    """Add the schema of the official client's model ``model_name`` (``V1Status``) and those it
+    refers to to ``out``; its name, or None without the client or the model."""
+    try:
+        models = importlib.import_module("kubernetes.client.models")
+    except ImportError:
+        return None
+    model = getattr(models, model_name, None)
+    if model is None or not hasattr(model, "openapi_types"):
+        return None
+    return _model_schema(model, out)
+
+
+def schema_name(resource: ResourceType, kind: str) -> str:
+    """The schema name of ``kind`` (the resource's own or its list kind) in the documents:
+    a custom resource's from its group, a built-in kind's from its model, which knows where
+    the kind lives (``io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1...``)."""
+    if resource.openapi_schema is None:
+        model = _model_class(resource, kind)
+        if model is not None:
+            return _openapi_name(model.__name__)
+        group = resource.group.split(".")[0] or "core"
+        return f"io.k8s.api.{group}.{resource.version}.{kind}"
+    return definition_name(resource.group, resource.version, kind)
+
+
+def definition_name(group: str, version: str, kind: str) -> str:
+    """A kind's schema name as kube-apiserver's documents name it: the group reversed
+    (``io.k8s.api.core.v1.Pod`` for the core group, ``com.example.v1.Widget``)."""
     reversed_group = ".".join(reversed(group.split("."))) if group else "io.k8s.api.core"
     return f"{reversed_group}.{version}.{kind}"
 
 
-def _model_class(resource: ResourceType) -> Any:
+def _model_class(resource: ResourceType, kind: str) -> Any:
     try:
         models = importlib.import_module("kubernetes.client.models")
     except ImportError:
         return None
     major = resource.version.capitalize()
     prefix = "".join(part.capitalize() for part in (resource.group.split(".")[0] or "core",))
-    for name in (f"{major}{resource.kind}", f"{prefix}{major}{resource.kind}"):
+    for name in (f"{major}{kind}", f"{prefix}{major}{kind}"):
         model = getattr(models, name, None)
         if model is not None and hasattr(model, "openapi_types"):
             return model
@@ -262,55 +292,3 @@ def _type_schema(type_name: str, out: JSON) -> JSON:
     if model is None or not hasattr(model, "openapi_types"):
         return {"type": "object"}
     return {"$ref": f"#/components/schemas/{_model_schema(model, out)}"}
-
-
-# -- OpenAPI v2, as kubectl 1.27 and 1.28 read it ----------------------------------------------
-V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"  # what clients Accept
-# What the answer is labelled (kube-openapi's handler): "@" is not allowed in a Content-Type, and
-# client-go parses it with mime.ParseMediaType.
-V2_PROTOBUF_CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-
-
-def v2_document(resources: list[ResourceType]) -> bytes:
-    """``/openapi/v2`` in the only encoding client-go reads it in: gnostic's protobuf
-    ``openapi_v2.Document`` (github.com/google/gnostic-models/openapiv2/OpenAPIv2.proto).
-
-    It holds what kubectl 1.27 and 1.28 look for before a write: for each kind, a PATCH
-    operation with its ``x-kubernetes-group-version-kind`` and a ``fieldValidation`` query
-    parameter, so they leave validation to the server as later versions do with v3. No
-    definitions: their strategic merge patches come from kubectl's own types.
-    """
-    return _v2_bytes(tuple(sorted(resources, key=lambda r: (r.group, r.version, r.plural))))
-
-
-@functools.lru_cache(maxsize=8)
-def _v2_bytes(resources: tuple[ResourceType, ...]) -> bytes:
-    paths = b""
-    for resource in resources:
-        if "patch" not in resource.verbs:
-            continue
-        scope = "/namespaces/{namespace}" if resource.namespaced else ""
-        path = f"{resource.path_prefix()}{scope}/{resource.plural}/{{name}}"
-        gvk = f"group: {resource.group!r}\nkind: {resource.kind}\nversion: {resource.version}\n"
-        extension = _pb(1, "x-kubernetes-group-version-kind") + _pb(2, _pb(2, gvk))
-        parameter = _pb(4, "fieldValidation") + _pb(2, "query") + _pb(6, "string")
-        item = _pb(1, _pb(2, _pb(3, parameter)))  # ParametersItem.parameter.non_body.query
-        operation = _pb(8, item) + _pb(13, extension)
-        paths += _pb(2, _pb(1, path) + _pb(2, _pb(8, operation)))  # NamedPathItem{name, patch}
-    info = _pb(1, "Kubernetes") + _pb(2, SERVER_VERSION["gitVersion"])
-    return _pb(1, "2.0") + _pb(2, info) + _pb(8, paths)
-
-
-def _pb(number: int, payload: str | bytes) -> bytes:
-    """One length-delimited protobuf field (strings and embedded messages are all it needs)."""
-    data = payload.encode() if isinstance(payload, str) else payload
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)

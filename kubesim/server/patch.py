@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
+from kubesim.server.go_values import go_type, go_value, json_kind
+
 __all__ = [
     "JSON_PATCH",
     "MERGE_AS_SET",
@@ -85,7 +87,7 @@ def apply_patch(target: JSONObject, patch_body: Any, content_type: str) -> JSONO
     if not isinstance(result, dict):
         # kube-apiserver fails to decode such a result into the object's Go type.
         raise PatchError(
-            f"json: cannot unmarshal {_json_kind(result)} into Go value of type "
+            f"json: cannot unmarshal {json_kind(result)} into Go value of type "
             "map[string]interface {}"
         )
     return result
@@ -110,53 +112,6 @@ def _clone(value: Any) -> Any:
     if isinstance(value, list):
         return [_clone(item) for item in value]
     return value
-
-
-def _json_kind(value: Any) -> str:
-    """The JSON kind Go's encoding/json names in an UnmarshalTypeError."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if value is None:
-        return "null"
-    return "number"
-
-
-def _go_type(value: Any) -> str:
-    """The Go type a decoded JSON value has upstream (ints are kept as int64 by the apiserver)."""
-    if isinstance(value, dict):
-        return "map[string]interface {}"
-    if isinstance(value, list):
-        return "[]interface {}"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    return "<nil>"
-
-
-def _go_repr(value: Any) -> str:
-    """``fmt.Sprintf("%v", value)`` for decoded JSON, as upstream error messages print values."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_repr(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_repr(item) for item in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "<nil>"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
 
 
 def _json_equal(left: Any, right: Any) -> bool:
@@ -258,7 +213,7 @@ def json_patch(target: Any, operations: Any) -> Any:
     document = _clone(target)
     if not isinstance(document, (dict, list)):
         raise PatchError(
-            f"json: cannot unmarshal {_json_kind(document)} into Go value of type "
+            f"json: cannot unmarshal {json_kind(document)} into Go value of type "
             "jsonpatch.partialDoc"
         )
     for step in steps:
@@ -273,13 +228,13 @@ def _decode_operations(operations: Any) -> list[JSONObject]:
         return []
     if not isinstance(operations, list):
         raise PatchError(
-            f"json: cannot unmarshal {_json_kind(operations)} into Go value of type jsonpatch.Patch"
+            f"json: cannot unmarshal {json_kind(operations)} into Go value of type jsonpatch.Patch"
         )
     steps: list[JSONObject] = []
     for operation in operations:
         if operation is not None and not isinstance(operation, dict):
             raise PatchError(
-                f"json: cannot unmarshal {_json_kind(operation)} into Go value of type "
+                f"json: cannot unmarshal {json_kind(operation)} into Go value of type "
                 "jsonpatch.Operation"
             )
         steps.append(operation or {})
@@ -303,7 +258,7 @@ def _string_member(operation: JSONObject, name: str, missing: str) -> str:
     if value is None:
         raise _Failure(f"{missing}: {_MISSING_VALUE}")
     if not isinstance(value, str):
-        raise _Failure(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+        raise _Failure(f"json: cannot unmarshal {json_kind(value)} into Go value of type string")
     return value
 
 
@@ -710,7 +665,7 @@ def _strategic_body(patch: Any) -> JSONObject:
         return {}
     if not isinstance(patch, dict):
         raise PatchError(
-            f"json: cannot unmarshal {_json_kind(patch)} into Go value of type "
+            f"json: cannot unmarshal {json_kind(patch)} into Go value of type "
             "map[string]interface {}"
         )
     return patch
@@ -761,11 +716,11 @@ def _same(left: Any, right: Any) -> bool:
 
 
 def _bad_arg_type(expected: str, actual: Any) -> PatchError:
-    return PatchError(f"expected a {expected}, but received a {_go_type(actual)}")
+    return PatchError(f"expected a {expected}, but received a {go_type(actual)}")
 
 
 def _no_merge_key(item: JSONObject, merge_key: str) -> PatchError:
-    return PatchError(f"map: {_go_repr(item)} does not contain declared merge key: {merge_key}")
+    return PatchError(f"map: {go_value(item)} does not contain declared merge key: {merge_key}")
 
 
 class _Merged(NamedTuple):
@@ -963,7 +918,7 @@ def _map_directive(patch: JSONObject) -> JSONObject:
         return replacement
     if directive == "delete":
         return {}
-    raise PatchError(f"unknown patch type: {_go_repr(directive)} in map: {_go_repr(patch)}")
+    raise PatchError(f"unknown patch type: {go_value(directive)} in map: {go_value(patch)}")
 
 
 def _retain_keys(original: JSONObject, patch: JSONObject) -> None:
@@ -997,7 +952,7 @@ def _list_of_maps(*lists: list[Any]) -> bool:
     if list in kinds:
         raise PatchError("lists of lists are not supported")
     if len(kinds) > 1:
-        raise PatchError(f"list element types are not identical: {_go_repr(list(lists))}")
+        raise PatchError(f"list element types are not identical: {go_value(list(lists))}")
     return kinds == {dict}
 
 
@@ -1050,7 +1005,7 @@ def _list_directives(
         elif directive == "merge":
             raise PatchError("merging lists cannot yet be specified in the patch")
         else:
-            raise PatchError(f"unknown patch type: {_go_repr(directive)} in map: {_go_repr(item)}")
+            raise PatchError(f"unknown patch type: {go_value(directive)} in map: {go_value(item)}")
     if replace:
         return survivors, _strip(plain), True
     return survivors, plain, False
@@ -1072,8 +1027,8 @@ def _check_order(patch: list[Any], order: list[Any], merge_key: str) -> None:
             position += 1
     if position < len(remaining):
         raise PatchError(
-            f"The order in patch list:\n{_go_repr(patch)}\n doesn't match "
-            f"{_SET_ELEMENT_ORDER} list:\n{_go_repr(order)}\n"
+            f"The order in patch list:\n{go_value(patch)}\n doesn't match "
+            f"{_SET_ELEMENT_ORDER} list:\n{go_value(order)}\n"
         )
 
 

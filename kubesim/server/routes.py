@@ -30,15 +30,18 @@ from kubesim.server import (
     metrics,
     negotiation,
     openapi,
+    openapi_v2,
     partial_metadata,
     protobuf,
     reviews,
+    struct_decoding,
     tables,
 )
 from kubesim.server import status as st
 from kubesim.server.apiserver import APIServer, _parse_field_selector, _parse_label_selector
 from kubesim.server.continuation import InvalidContinue, decode_continue
 from kubesim.server.encoding import OPT_INDENT_2, OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
+from kubesim.server.go_values import json_kind
 from kubesim.server.patch import PATCH_TYPES
 from kubesim.server.resources import SUBRESOURCES, ResourceType
 from kubesim.server.watch import WatchStream
@@ -226,14 +229,16 @@ def _dispatch(server: APIServer, request: Request) -> Response:
             )
             return Response(200, dumps(doc), discovery.aggregated_content_type(version))
     if request.method in ("GET", "HEAD"):
-        if segments in (["openapi", "v2"], ["swagger-2.0.0.pb-v1"]):
-            # client-go reads OpenAPI v2 only as gnostic protobuf (kubectl 1.27 and 1.28 do).
-            accept = request.header("Accept")
-            if segments == ["openapi", "v2"] and openapi.V2_PROTOBUF not in accept:
-                raise st.not_acceptable([openapi.V2_PROTOBUF])
-            return Response(
-                200, openapi.v2_document(server.resources), openapi.V2_PROTOBUF_CONTENT_TYPE
-            )
+        if segments == ["openapi", "v2"]:
+            media_type = openapi_v2.negotiate(request.header("Accept"))
+            if media_type is None:
+                raise st.not_acceptable(list(openapi_v2.ACCEPTED))
+            body = openapi_v2.document(server.resources, media_type)
+            label = JSON_TYPE if media_type == JSON_TYPE else openapi_v2.PROTOBUF_CONTENT_TYPE
+            return Response(200, body, label, raw=True)
+        if segments == ["swagger-2.0.0.pb-v1"]:  # the path clients before 1.14 read
+            body = openapi_v2.document(server.resources, openapi_v2.PROTOBUF)
+            return Response(200, body, openapi_v2.PROTOBUF_CONTENT_TYPE, raw=True)
         if segments and segments[0] in health.CHECKS and len(segments) <= 3:
             query = Query(request.query)
             check = "/".join(segments[1:]) or None
@@ -353,7 +358,9 @@ def _validated_body(
     ``Warning`` header that names what it dropped."""
     mode = field_validation.directive(query.get("fieldValidation"), options_kind)
     served = target.view or target.resource
-    body, warnings = field_validation.check(served, _decode_body(request, served.kind), mode)
+    decoded = _decode_body(request, served.kind)
+    struct_decoding.check_body(served, decoded)
+    body, warnings = field_validation.check(served, decoded, mode)
     return _to_storage(server, target, body), ({"Warning": ", ".join(warnings)} if warnings else {})
 
 
@@ -799,23 +806,11 @@ def _decode_body(request: Request, kind: str | None = None) -> Any:
     if not isinstance(obj, dict):
         error = st.bad_request(
             f"couldn't get version/kind; json parse error: json: cannot unmarshal "
-            f"{_go_type_name(obj)} into Go value of type struct {{ APIVersion string "
+            f"{json_kind(obj)} into Go value of type struct {{ APIVersion string "
             f'"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }}'
         )
         raise error if kind is None else _unrecognized(kind, error, body)
     return obj
-
-
-def _go_type_name(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "null"
 
 
 def _decode_yaml(body: bytes) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy
+from kubesim.server.go_values import json_kind
 from kubesim.server.resources import ResourceType
 
 JSON = dict[str, Any]
@@ -64,18 +65,6 @@ def label_selector_string(selector: Any) -> str:
             terms.append((key, text))
     # labels.internalSelector sorts its requirements by key.
     return ",".join(text for _, text in sorted(terms, key=lambda t: t[0]))
-
-
-def _go_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "number"
 
 
 def scale_of(resource: ResourceType, obj: JSON) -> JSON:
@@ -132,7 +121,7 @@ def apply_scale(resource: ResourceType, obj: JSON, scale: Any, name: str) -> JSO
         # The body does not decode into autoscaling/v1 Scale: a decoding error is 400.
         raise st.bad_request(
             "json: cannot unmarshal "
-            f"{_go_type(spec)} into Go struct field Scale.spec of type v1.ScaleSpec"
+            f"{json_kind(spec)} into Go struct field Scale.spec of type v1.ScaleSpec"
         )
     replicas = spec.get("replicas", 0)
     if replicas is None:
@@ -140,7 +129,7 @@ def apply_scale(resource: ResourceType, obj: JSON, scale: Any, name: str) -> JSO
     if isinstance(replicas, bool) or not isinstance(replicas, int):
         raise st.bad_request(
             "json: cannot unmarshal "
-            f"{_go_type(replicas)} into Go struct field ScaleSpec.spec.replicas of type int32"
+            f"{json_kind(replicas)} into Go struct field ScaleSpec.spec.replicas of type int32"
         )
     if replicas < 0 or replicas > 2**31 - 1:
         # pkg/apis/autoscaling/validation ValidateScale: spec.replicas >= 0.

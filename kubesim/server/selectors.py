@@ -34,6 +34,8 @@ import re
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
+from kubesim.server.go_values import go_quote
+
 __all__ = [
     "FieldSelector",
     "LabelRequirement",
@@ -138,40 +140,9 @@ def _label_value_errors(value: str) -> list[str]:
     return errs
 
 
-_GO_ESCAPES: Final = {
-    "\a": r"\a",
-    "\b": r"\b",
-    "\f": r"\f",
-    "\n": r"\n",
-    "\r": r"\r",
-    "\t": r"\t",
-    "\v": r"\v",
-}
-
-
-def _go_quote(s: str) -> str:
-    """Go's ``%q`` (``strconv.Quote``), which field errors use to show the bad value."""
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():  # same classes as Go's unicode.IsPrint
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch < " " or ch == "\x7f":
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def _invalid(path: str, value: str, detail: str) -> str:
     # field.Invalid(...).Error() for a string BadValue.
-    return f"{path}: Invalid value: {_go_quote(value)}: {detail}"
+    return f"{path}: Invalid value: {go_quote(value)}: {detail}"
 
 
 def _aggregate(errors: list[str]) -> str:

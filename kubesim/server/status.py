@@ -206,6 +206,8 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     )
     if not name:
         del details["name"]  # StatusDetails.Name is omitempty (ListOptions errors have none)
+    if not kind:
+        del details["kind"]  # so is Kind (a patch that does not decode names no kind)
     details["causes"] = causes
     return StatusError(
         failure(422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate}', details)

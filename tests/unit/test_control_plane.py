@@ -40,6 +40,19 @@ def test_the_api_server_writes_the_kubernetes_service_and_priority_classes() -> 
     assert APIServer(seed=1).list("services") == []  # simulations start empty
 
 
+def test_priority_classes_are_defaulted_as_decoding_defaults_them() -> None:
+    # kubectl describe dereferences preemptionPolicy: a bootstrap class without it panicked it.
+    api = APIServer(seed=1, control_plane=True)
+    policies = {c.get("preemptionPolicy") for c in api.list("priorityclasses")}
+    assert policies == {"PreemptLowerPriority"}
+    body = {"metadata": {"name": "low"}, "value": 0, "globalDefault": False}
+    created = api.create("priorityclasses", body)
+    assert "globalDefault" not in created  # omitempty: false is never encoded
+    assert created["preemptionPolicy"] == "PreemptLowerPriority"
+    never = {"metadata": {"name": "never"}, "value": 1, "preemptionPolicy": "Never"}
+    assert api.create("priorityclasses", never)["preemptionPolicy"] == "Never"
+
+
 def test_kube_system_runs_the_control_plane_coredns_and_kube_proxy_on_the_nodes() -> None:
     api = cluster()
     api.advance(4 * CONTAINER_START_SECONDS)

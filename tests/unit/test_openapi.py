@@ -1,14 +1,16 @@
-"""OpenAPI documents for kubectl: v3 (index, one document per group-version, schemas from the
-client's models) and v2 in gnostic protobuf; byte-stable; custom resources included."""
+"""OpenAPI documents: v3 (index, one document per group-version, schemas from the client's
+models) and v2 in gnostic protobuf (for kubectl) and as Swagger JSON; byte-stable; custom
+resources included."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import openapi
+from kubesim.server import openapi_v2
 from kubesim.server.protobuf import _records
 from kubesim.server.routes import Request, handle
 
@@ -95,7 +97,7 @@ def test_a_crd_appears_with_its_own_schema() -> None:
 
 def test_v2_is_gnostic_protobuf_with_a_patch_operation_per_kind() -> None:
     server = APIServer(seed=0)
-    status, body, content_type = get(server, "/openapi/v2", accept=openapi.V2_PROTOBUF)
+    status, body, content_type = get(server, "/openapi/v2", accept=openapi_v2.PROTOBUF)
     assert status == 200
     assert "@" not in content_type  # client-go parses it with mime.ParseMediaType
     fields = {number: value for number, _, value in _records(memoryview(body))}
@@ -105,6 +107,112 @@ def test_v2_is_gnostic_protobuf_with_a_patch_operation_per_kind() -> None:
     assert "/apis/apps/v1/namespaces/{namespace}/deployments/{name}" in names
     assert b"fieldValidation" in body
     assert b"x-kubernetes-group-version-kind" in body
-    refused = get(server, "/openapi/v2", accept="application/json")
-    assert refused[0] == 406
-    assert openapi.V2_PROTOBUF in json.loads(refused[1])["message"]
+    # What kubectl 1.27 and 1.28 send: protobuf first, JSON as the fallback.
+    both = f"{openapi_v2.PROTOBUF}, application/json"
+    assert get(server, "/openapi/v2", accept=both)[1] == body
+
+
+@pytest.mark.parametrize("accept", ["application/json", "*/*", "", "text/html, */*;q=0.8"])
+def test_v2_is_swagger_json_by_default(accept: str) -> None:
+    status, body, content_type = get(APIServer(seed=0), "/openapi/v2", accept=accept)
+    assert (status, content_type) == (200, "application/json")
+    doc = json.loads(body)
+    assert doc["swagger"] == "2.0"
+    assert doc["info"]["title"] == "Kubernetes"
+
+
+def test_v2_json_refuses_what_it_cannot_write_naming_both_encodings() -> None:
+    status, body, _ = get(APIServer(seed=0), "/openapi/v2", accept="text/html")
+    assert status == 406
+    message = json.loads(body)["message"]
+    assert openapi_v2.PROTOBUF in message
+    assert "application/json" in message
+
+
+def test_v2_json_names_operations_as_the_apiserver_does() -> None:
+    doc = json.loads(get(APIServer(seed=0), "/openapi/v2")[1])
+    paths = doc["paths"]
+    services = paths["/api/v1/namespaces/{namespace}/services"]
+    assert services["get"]["operationId"] == "listCoreV1NamespacedService"
+    assert services["get"]["description"] == "list or watch objects of kind Service"
+    assert services["get"]["x-kubernetes-action"] == "list"
+    assert services["post"]["operationId"] == "createCoreV1NamespacedService"
+    assert services["delete"]["operationId"] == "deleteCoreV1CollectionNamespacedService"
+    assert {p["name"] for p in services["parameters"]} == {"namespace", "pretty"}
+    listed = services["get"]["responses"]["200"]["schema"]["$ref"]
+    assert listed == "#/definitions/io.k8s.api.core.v1.ServiceList"
+    every = paths["/api/v1/services"]["get"]
+    assert every["operationId"] == "listCoreV1ServiceForAllNamespaces"
+    bindings = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}"
+    assert paths[bindings]["put"]["operationId"] == "replaceRbacAuthorizationV1ClusterRoleBinding"
+    assert paths[bindings]["put"]["tags"] == ["rbacAuthorization_v1"]
+    scale = paths["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]
+    assert scale["patch"]["operationId"] == "patchAppsV1NamespacedDeploymentScale"
+    assert scale["patch"]["consumes"][-1] == "application/apply-patch+yaml"
+    status = "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/status"
+    assert paths[status]["get"]["description"] == "read status of the specified Deployment"
+    ids = [
+        op["operationId"] for item in paths.values() for k, op in item.items() if k != "parameters"
+    ]
+    assert len(ids) == len(set(ids))
+    assert "/api/v1/namespaces/{namespace}/configmaps/{name}/status" not in paths
+
+
+def test_v2_json_definitions_cover_every_reference_and_carry_the_clients_words() -> None:
+    pytest.importorskip("kubernetes")
+    server = APIServer(seed=0)
+    body = get(server, "/openapi/v2")[1]
+    doc = json.loads(body)
+    definitions = doc["definitions"]
+    refs = set(re.findall(r'"#/definitions/([^"]+)"', body.decode()))
+    assert refs <= set(definitions)
+    assert "#/components/" not in body.decode()
+    service_list = definitions["io.k8s.api.core.v1.ServiceList"]
+    assert service_list["properties"]["items"]["description"] == "List of services"
+    assert service_list["x-kubernetes-group-version-kind"] == [
+        {"group": "", "version": "v1", "kind": "ServiceList"}
+    ]
+    # What kubectl's own test suite greps the document for (test/cmd's swagger test).
+    for text in (b"list of returned", b"List of services", b"Watch for changes to the described"):
+        assert text in body
+    watch = {p["name"]: p for p in doc["paths"]["/api/v1/pods"]["get"]["parameters"]}["watch"]
+    assert watch["type"] == "boolean"
+    assert watch["description"].startswith("Watch for changes to the described resources")
+
+
+def test_v2_json_follows_crds_as_they_come_and_go() -> None:
+    server = APIServer(seed=0)
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "nullable": True, "properties": {}}},
+    }
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+    server.create("customresourcedefinitions", crd)
+    doc = json.loads(get(server, "/openapi/v2")[1])
+    widget = doc["definitions"]["com.example.v1.Widget"]
+    assert widget["properties"]["spec"] == {"type": "object", "properties": {}}  # no nullable
+    assert widget["x-kubernetes-group-version-kind"] == [
+        {"group": "example.com", "version": "v1", "kind": "Widget"}
+    ]
+    listed = doc["paths"]["/apis/example.com/v1/widgets"]["get"]
+    assert listed["operationId"] == "listExampleComV1Widget"
+    assert "com.example.v1.WidgetList" in doc["definitions"]
+    server.delete("customresourcedefinitions", "widgets.example.com")
+    doc = json.loads(get(server, "/openapi/v2")[1])
+    assert "com.example.v1.Widget" not in doc["definitions"]
+    assert "/apis/example.com/v1/widgets" not in doc["paths"]
