@@ -15,10 +15,14 @@ objects live in its storage resource's collection, converted on the way in and o
 
 Only these annotations' round trip is modelled, not their exact bytes (Go's encoder writes
 the same fields in the same order, so they agree in practice).
+
+A custom resource's other served versions are views too (:mod:`kubesim.server.crds`): the
+conversion strategy ``None``, which changes ``apiVersion`` and nothing else.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -381,8 +385,23 @@ CONVERSIONS: dict[tuple[str, str, str], tuple[Convert, Convert]] = {
 
 
 def for_view(view: ResourceType) -> tuple[Convert, Convert]:
-    """(to served, to storage) for a view resource (one with ``stored_as``)."""
-    return CONVERSIONS[(view.group, view.kind, view.version)]
+    """(to served, to storage) for a view resource (one with ``stored_as``): a built-in
+    version's conversion, or a custom resource's other versions (kubesim.server.crds), which
+    differ in ``apiVersion`` alone (the CRD conversion strategy ``None``)."""
+    found = CONVERSIONS.get((view.group, view.kind, view.version))
+    if found is not None:
+        return found
+    if view.stored_as is None or not view.list_items_have_type:
+        raise KeyError(f"no conversion serves {view.api_version} {view.kind}")
+    return _retyped(view.api_version), _retyped(view.stored_as.api_version)
+
+
+@functools.cache
+def _retyped(api_version: str) -> Convert:
+    def convert(obj: JSON) -> JSON:
+        return {**obj, "apiVersion": api_version}
+
+    return convert
 
 
 def served_object(view: ResourceType, obj: JSON) -> JSON:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from typing import Any
 
 from kubesim.server.resources import SUBRESOURCES, ResourceType
@@ -36,13 +37,28 @@ def api_versions() -> JSON:
 
 
 def _groups(resources: list[ResourceType]) -> dict[str, list[str]]:
+    """Each group's served versions, the preferred first: kube-aware version order."""
     groups: dict[str, list[str]] = {}
     for resource in resources:
         if resource.group:
             versions = groups.setdefault(resource.group, [])
             if resource.version not in versions:
                 versions.append(resource.version)
-    return groups
+    return {group: sorted(versions, key=version_priority) for group, versions in groups.items()}
+
+
+_KUBE_VERSION = re.compile(r"^v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """A sort key putting versions in apimachinery's ``CompareKubeAwareVersionStrings`` order:
+    GA before beta before alpha, higher numbers first (``v2``, ``v1``, ``v1beta2``,
+    ``v1beta1``, ``v1alpha1``), then any other name in alphabetical order."""
+    match = _KUBE_VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[match[2]]
+    return (stage, -int(match[1]), -int(match[3] or 0), "")
 
 
 def _group_doc(group: str, versions: list[str]) -> JSON:

@@ -61,13 +61,8 @@ def check(resource: ResourceType, body: Any, mode: str) -> tuple[Any, list[str]]
             f'{kind} in version "{version.rsplit("/", 1)[-1]}" cannot be handled as a {kind}: '
             f"strict decoding error: {fields}"
         )
-    warnings = [] if mode == IGNORE else [_warning(f'unknown field "{p}"') for p in unknown]
+    warnings = [] if mode == IGNORE else [st.warning(f'unknown field "{p}"') for p in unknown]
     return pruned, warnings
-
-
-def _warning(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 - "{escaped}"'
 
 
 @functools.cache

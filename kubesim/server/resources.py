@@ -141,6 +141,9 @@ class ResourceType:
     # Read-only and computed on each request, not stored: the resource metrics API
     # (kubesim.server.metrics).
     metrics: bool = False
+    # A deprecated version: every answer about it carries this text in a ``Warning`` header
+    # (the apiserver's deprecation warnings; a CRD version's ``deprecationWarning``).
+    deprecation_warning: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -226,8 +229,23 @@ def builtin_resources() -> list[ResourceType]:
                 generation_fields=("spec",) if "status" in subresources else (),
             )
         )
-    served = [*detailed, *generated]
+    served = [
+        dataclasses.replace(r, deprecation_warning=DEPRECATED[(r.group, r.version, r.kind)])
+        if (r.group, r.version, r.kind) in DEPRECATED
+        else r
+        for r in (*detailed, *generated)
+    ]
     return [*served, *_views(served), *_reviews()]
+
+
+#: The built-in versions this release serves but has deprecated, with the warning every request
+#: to them gets (the types' prerelease-lifecycle or registry deprecation, as kubectl prints it).
+DEPRECATED: dict[tuple[str, str, str], str] = {
+    ("", "v1", "ComponentStatus"): "v1 ComponentStatus is deprecated in v1.19+",
+    ("", "v1", "Endpoints"): (
+        "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+    ),
+}
 
 
 def _reviews() -> list[ResourceType]:

@@ -409,11 +409,25 @@ def _resource_request(
     server: APIServer, request: Request, group: str, version: str, rest: list[str]
 ) -> Response:
     target = _locate(server, group, version, rest)
-    response = _served(target, _serve(server, request, target))
+    deprecation = (target.view or target.resource).deprecation_warning
+    try:
+        response = _served(target, _serve(server, request, target))
+    except st.StatusError as error:
+        if deprecation is None:
+            raise
+        return _warned(_status(error), deprecation)  # added before the handler ran
     conversion_asked = negotiation.negotiate(request.header("Accept") or "")
     if conversion_asked is not None and partial_metadata.is_metadata(conversion_asked):
-        return _as_metadata(target, response, conversion_asked)
-    return response
+        response = _as_metadata(target, response, conversion_asked)
+    return response if deprecation is None else _warned(response, deprecation)
+
+
+def _warned(response: Response, text: str) -> Response:
+    """``response`` with ``text`` first among its ``Warning`` header's values."""
+    warning = st.warning(text)
+    others = response.headers.get("Warning")
+    headers = {**response.headers, "Warning": f"{warning}, {others}" if others else warning}
+    return replace(response, headers=headers)
 
 
 def _as_metadata(

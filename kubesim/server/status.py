@@ -30,6 +30,13 @@ class StatusError(Exception):
         return str(self.status.get("reason", ""))
 
 
+def warning(text: str) -> str:
+    """One value of a ``Warning`` response header (RFC 7234: code 299, agent ``-``, the text
+    quoted), as the apiserver's warning recorder writes it."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
+
 def failure(
     code: int,
     reason: str,

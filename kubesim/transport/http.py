@@ -162,18 +162,20 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(self.command, path or "/", query, dict(self.headers.items()), body, user)
         response = handle(self.server.api, request)
         if isinstance(response.body, WatchStream):
-            self._stream(response.body)
+            self._stream(response.body, response.headers)
         else:
             try:
                 self._send(response.status, response.body, response.content_type, response.headers)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away before its answer
 
-    def _stream(self, stream: WatchStream) -> None:
+    def _stream(self, stream: WatchStream, headers: Mapping[str, str]) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():  # a deprecated version's Warning
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.flush()  # headers before the first event, as BeginStream does
         try:

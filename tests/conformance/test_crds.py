@@ -112,3 +112,107 @@ def test_a_cluster_scoped_crd_without_status_serves_no_status(api: Endpoint) -> 
         assert api.ok("GET", f"{widgets}/c")["metadata"]["name"] == "c"
     finally:
         api.request("DELETE", f"{CRDS}/widgets.example.com")
+
+
+def versioned_crd(*versions: dict[str, Any]) -> dict[str, Any]:
+    body = crd(status=False)
+    schema = body["spec"]["versions"][0]["schema"]
+    body["spec"]["versions"] = [
+        {"served": True, "storage": False, "schema": schema, **v} for v in versions
+    ]
+    return body
+
+
+def test_every_served_version_is_served_and_objects_differ_in_api_version_alone(
+    api: Endpoint, ns: str
+) -> None:
+    body = versioned_crd(
+        {"name": "v1", "storage": True},
+        {"name": "v1beta1", "deprecated": True},
+        {"name": "v1alpha1", "deprecated": True, "deprecationWarning": "use example.com/v1"},
+    )
+    api.ok("POST", CRDS, body, expect=201)
+    try:
+        paths = {
+            v: f"/apis/example.com/{v}/namespaces/{ns}/widgets"
+            for v in ("v1", "v1beta1", "v1alpha1", "v2")
+        }
+        widget = {
+            "apiVersion": "example.com/v1beta1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 3},
+        }
+        created = api.request("POST", paths["v1beta1"], widget)
+        assert created.status == 201
+        # A deprecated version warns on every answer: its own text, or the default one.
+        assert created.headers["warning"] == '299 - "example.com/v1beta1 Widget is deprecated"'
+        assert created.json()["apiVersion"] == "example.com/v1beta1"
+        stored = api.get(f"{paths['v1']}/w")
+        assert "warning" not in stored.headers
+        assert stored.json() == {**created.json(), "apiVersion": "example.com/v1"}
+        listed = api.get(paths["v1alpha1"])
+        assert listed.headers["warning"] == '299 - "use example.com/v1"'
+        assert listed.json()["apiVersion"] == "example.com/v1alpha1"
+        assert [i["apiVersion"] for i in listed.json()["items"]] == ["example.com/v1alpha1"]
+        missing = api.get(f"{paths['v1beta1']}/nope")
+        assert (missing.status, missing.headers["warning"]) == (404, created.headers["warning"])
+        # Discovery: the group prefers its highest version, whichever version stores.
+        group = api.ok("GET", "/apis/example.com")
+        assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1", "v1alpha1"]
+        assert group["preferredVersion"]["version"] == "v1"
+        # A watch on one version, a write through another.
+        watch = api.watch(
+            paths["v1alpha1"]
+            + query(
+                watch=1,
+                resourceVersion=listed.json()["metadata"]["resourceVersion"],
+                timeoutSeconds=30,
+            )
+        )
+        try:
+            assert watch.headers["warning"] == '299 - "use example.com/v1"'
+            api.ok(
+                "PATCH",
+                f"{paths['v1']}/w",
+                {"spec": {"size": 4}},
+                content_type="application/merge-patch+json",
+            )
+            event = watch.read_events(1)[0]
+            assert (event["type"], event["object"]["apiVersion"]) == (
+                "MODIFIED",
+                "example.com/v1alpha1",
+            )
+            assert event["object"]["spec"] == {"size": 4}
+        finally:
+            watch.close()
+
+        # An update that serves v2 and stops serving v1alpha1 takes effect at once.
+        current = api.ok("GET", f"{CRDS}/widgets.example.com")
+        current["spec"]["versions"][2]["served"] = False
+        current["spec"]["versions"].append(
+            {**current["spec"]["versions"][0], "name": "v2", "storage": False}
+        )
+        api.ok("PUT", f"{CRDS}/widgets.example.com", current)
+        assert api.ok("GET", f"{paths['v2']}/w")["apiVersion"] == "example.com/v2"
+        assert api.get(f"{paths['v1alpha1']}/w").status == 404
+        assert api.ok("GET", "/apis/example.com")["preferredVersion"]["version"] == "v2"
+    finally:
+        api.request("DELETE", f"{CRDS}/widgets.example.com")
+    for path in paths.values():
+        assert api.get(path).status == 404
+
+
+def test_deprecated_built_in_versions_warn(api: Endpoint, ns: str) -> None:
+    endpoints = api.get(f"/api/v1/namespaces/{ns}/endpoints")
+    assert endpoints.status == 200
+    assert endpoints.headers["warning"] == (
+        '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
+    )
+    assert (
+        "warning"
+        not in api.get(f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices").headers
+    )
+    assert api.get("/api/v1/componentstatuses").headers["warning"] == (
+        '299 - "v1 ComponentStatus is deprecated in v1.19+"'
+    )
