@@ -219,4 +219,53 @@ MUTANTS = [
         ],
         why="any manager silently takes over fields kubectl applied client-side",
     ),
+    dict(
+        name="struct-decoding-takes-a-string-for-a-map",
+        path="kubesim/server/struct_decoding.py",
+        old='"map": isinstance(value, dict),',
+        new='"map": True,',
+        tests=[
+            "tests/conformance/test_struct_decoding.py::"
+            "test_a_strategic_merge_patch_that_does_not_decode_is_422_on_patch"
+        ],
+        why="a patch stores labels that are a string, which no Go struct can hold",
+    ),
+    dict(
+        name="crd-serves-its-storage-version-alone",
+        path="kubesim/server/crds.py",
+        old="    return [stored, *views]",
+        new="    return [stored]",
+        tests=[
+            "tests/conformance/test_crds.py::"
+            "test_every_served_version_is_served_and_objects_differ_in_api_version_alone"
+        ],
+        why="an operator using another served version of its CRD gets 404",
+    ),
+    dict(
+        name="deprecated-versions-do-not-warn",
+        path="kubesim/server/routes.py",
+        old="    deprecation = (target.view or target.resource).deprecation_warning\n",
+        new="    deprecation = None\n",
+        tests=["tests/conformance/test_crds.py::test_deprecated_built_in_versions_warn"],
+        why="kubectl --warnings-as-errors passes on a deprecated API",
+    ),
+    dict(
+        name="priority-class-without-preemption-policy",
+        path="kubesim/server/defaults.py",
+        old='    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")\n',
+        new="",
+        tests=[
+            "tests/unit/test_control_plane.py::"
+            "test_priority_classes_are_defaulted_as_decoding_defaults_them"
+        ],
+        why="kubectl describe priorityclasses panics on a class without a preemption policy",
+    ),
+    dict(
+        name="openapi-v2-json-refused",
+        path="kubesim/server/openapi_v2.py",
+        old='        if media in ("*/*", "application/*", JSON_TYPE):\n',
+        new="        if False:\n",
+        tests=["tests/unit/test_openapi.py::test_v2_is_swagger_json_by_default"],
+        why="tools that read the Swagger document get 406",
+    ),
 ]
