@@ -38,15 +38,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # in every namespace, the two default tolerations and the full defaults on every pod
         # (and pod template), managedFields on every object (named after the User-Agent when
         # the request names no fieldManager), pods that get scheduled and start, Deployments
-        # that make ReplicaSets that make pods, owners whose deletion deletes what they own, and
-        # what a control plane writes at start-up (the kubernetes Service; kube-system's pods
-        # when there are nodes and controllers).
+        # that make ReplicaSets that make pods, owners whose deletion deletes what they own,
+        # nodes no kubelet reports on going Unknown and losing their pods, and what a control
+        # plane writes at start-up (the kubernetes Service; kube-system's pods when there are
+        # nodes and controllers).
         service_accounts=True,
         default_tolerations=True,
         pod_spec_defaults=True,
         field_managers_from_user_agent=True,
         nodes=args.nodes,
         controllers=args.controllers,
+        node_lifecycle=args.controllers,
         control_plane=True,
         system_pods=args.system_pods and args.nodes > 0 and args.controllers,
         metrics_server=args.nodes > 0,

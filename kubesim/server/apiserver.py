@@ -43,6 +43,7 @@ from kubesim.server import (
     tolerations,
     workloads,
 )
+from kubesim.server import node_lifecycle as node_lifecycle_controller
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
@@ -138,6 +139,9 @@ class APIServer:
       (:mod:`kubesim.server.kubelet`).
     - ``controllers=True``: the Deployment, ReplicaSet, StatefulSet, DaemonSet, Endpoints and
       EndpointSlice controllers and the garbage collector (:mod:`kubesim.server.workloads`).
+    - ``node_lifecycle=True``: the node lifecycle and taint eviction controllers: a node a
+      client created that stops reporting goes ``Unknown``, is tainted ``unreachable`` and loses
+      its pods (:mod:`kubesim.server.node_lifecycle`).
     - ``control_plane=True``: what a control plane writes at start-up (the ``kubernetes``
       Service, the system PriorityClasses), and with ``system_pods=True`` (which needs nodes and
       controllers) ``kube-system``'s pods (:mod:`kubesim.server.control_plane`).
@@ -166,6 +170,7 @@ class APIServer:
         field_managers_from_user_agent: bool = False,
         nodes: int = 0,
         controllers: bool = False,
+        node_lifecycle: bool = False,
         control_plane: bool = False,
         system_pods: bool = False,
         metrics_server: bool = False,
@@ -247,6 +252,9 @@ class APIServer:
         # The Events the components record (kubesim.server.events), one sequence for all.
         self.recorder = events.Recorder(self)
         self._controllers = workloads.Controllers(self) if controllers else None
+        self._node_lifecycle = (
+            node_lifecycle_controller.NodeLifecycleController(self) if node_lifecycle else None
+        )
         # Over HTTP, a write whose request names no fieldManager is managed by its User-Agent
         # (kubesim.server.routes), as on a cluster: every object then has managedFields.
         self.field_managers_from_user_agent = field_managers_from_user_agent
@@ -418,7 +426,13 @@ class APIServer:
             self._nodes.sync(event)
         if self._controllers is not None:
             self._controllers.sync(event)
+        if self._node_lifecycle is not None:
+            self._node_lifecycle.sync(event)
         return stored
+
+    def kubelet_runs(self, node_uid: str) -> bool:
+        """One of this server's kubelets registered the node with this uid (and reports on it)."""
+        return self._nodes is not None and node_uid in self._nodes.node_uids
 
     def _offer(self, event: Any) -> None:
         for watcher in list(self._watchers.values()):

@@ -45,6 +45,7 @@ from kubesim.server import status as st
 from kubesim.server.encoding import deep_copy
 from kubesim.server.events import WARNING
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event
+from kubesim.server.tolerations import untolerated_taint
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -100,6 +101,8 @@ class Nodes:
         self._starting: dict[tuple[str, str], str] = {}
         # Pods a kubelet is stopping, by (namespace, name): their uid and when it deletes them.
         self._stopping: dict[tuple[str, str], tuple[str, float]] = {}
+        # The uids of the nodes these kubelets registered (and keep healthy).
+        self.node_uids: set[str] = set()
 
     # -- nodes ----------------------------------------------------------------------------
     def register(self) -> None:
@@ -111,6 +114,7 @@ class Nodes:
         )
         for index in range(self.count):
             node = self.server._create(self.nodes, self._node(index), None).obj
+            self.node_uids.add(node["metadata"]["uid"])
             if leases is not None and has_lease_namespace is not None:
                 self.server._create(leases, self._lease(node), LEASE_NAMESPACE)
 
@@ -236,11 +240,15 @@ class Nodes:
     def _schedule(self, key: tuple[str, str], pod: JSON) -> None:
         nodes = self._live_nodes()
         # The first filter each node fails, in the default profile's order: NodeUnschedulable
-        # (a cordoned node), then NodeAffinity.
+        # (a cordoned node), TaintToleration, then NodeAffinity.
         unfit: dict[str, str] = {}
         for name, node in nodes.items():
+            taint = untolerated_taint(pod, node)
             if cordoned_for(pod, node):
                 unfit[name] = "node(s) were unschedulable"
+            elif taint is not None:
+                shown = f"{taint.get('key', '')}: {taint.get('value', '')}"
+                unfit[name] = f"node(s) had untolerated taint {{{shown}}}"
             elif not fits_node(pod, node):
                 unfit[name] = "node(s) didn't match Pod's node affinity/selector"
         fits = [name for name in nodes if name not in unfit]

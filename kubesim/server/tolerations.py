@@ -60,3 +60,33 @@ def _tolerates(tolerations: list[JSON], key: str) -> bool:
         t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
         for t in tolerations
     )
+
+
+def tolerates(toleration: JSON, taint: JSON) -> bool:
+    """``toleration`` tolerates ``taint`` (core/v1 ``Toleration.ToleratesTaint``): the same
+    effect unless it names none, the same key unless it names none, and with ``Equal`` (the
+    default operator) the same value; ``Exists`` takes any value."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taint(pod: JSON, node: JSON) -> JSON | None:
+    """The first ``NoSchedule`` or ``NoExecute`` taint of ``node`` that none of ``pod``'s
+    tolerations tolerates (the scheduler's TaintToleration filter), or None."""
+    spec = pod.get("spec")
+    tolerations = (spec.get("tolerations") if isinstance(spec, dict) else None) or []
+    node_spec = node.get("spec")
+    for taint in (node_spec.get("taints") if isinstance(node_spec, dict) else None) or []:
+        if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in tolerations if isinstance(t, dict)):
+            return taint
+    return None

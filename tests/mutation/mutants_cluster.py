@@ -268,4 +268,37 @@ MUTANTS = [
         tests=["tests/unit/test_openapi.py::test_v2_is_swagger_json_by_default"],
         why="tools that read the Swagger document get 406",
     ),
+    dict(
+        name="node-lifecycle-ignores-lease-renewals",
+        path="kubesim/server/node_lifecycle.py",
+        old='            self._observe(event.key[1], ("lease", renewed))',
+        new="            pass",
+        tests=[
+            "tests/unit/test_node_lifecycle.py::"
+            "test_heartbeats_and_lease_renewals_keep_a_node_healthy"
+        ],
+        why="a node whose kubelet renews its Lease is declared unreachable",
+    ),
+    dict(
+        name="taint-eviction-ignores-toleration-seconds",
+        path="kubesim/server/node_lifecycle.py",
+        old="        wait = max(0, min(int(s) for s in seconds if s is not None))",
+        new="        wait = 0",
+        tests=[
+            "tests/unit/test_node_lifecycle.py::"
+            "test_pods_are_evicted_when_they_stop_tolerating_the_unreachable_node"
+        ],
+        why="pods that tolerate an unreachable node for five minutes are evicted at once",
+    ),
+    dict(
+        name="scheduler-ignores-taints",
+        path="kubesim/server/kubelet.py",
+        old="            taint = untolerated_taint(pod, node)",
+        new="            taint = None",
+        tests=[
+            "tests/unit/test_node_lifecycle.py::"
+            "test_the_scheduler_places_no_pod_on_a_node_whose_taint_it_does_not_tolerate"
+        ],
+        why="pods land on a node whose taint they do not tolerate",
+    ),
 ]
