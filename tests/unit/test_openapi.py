@@ -67,28 +67,24 @@ def test_schemas_come_from_the_client_models_named_as_the_apiserver_names_them()
     assert containers["type"] == "array"
 
 
+def widget_crd(schema: dict[str, object], scope: str = "Namespaced") -> dict[str, object]:
+    """A one-version CRD for ``widgets.example.com`` with ``schema`` as its openAPIV3Schema."""
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+    return {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": scope,
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [version],
+        },
+    }
+
+
 def test_a_crd_appears_with_its_own_schema() -> None:
     server = APIServer(seed=0)
     schema = {"type": "object", "properties": {"spec": {"type": "object"}}}
-    server.create(
-        "customresourcedefinitions",
-        {
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {
-                "group": "example.com",
-                "scope": "Namespaced",
-                "names": {"plural": "widgets", "kind": "Widget"},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {"openAPIV3Schema": schema},
-                    }
-                ],
-            },
-        },
-    )
+    server.create("customresourcedefinitions", widget_crd(schema))
     assert "apis/example.com/v1" in json.loads(get(server, "/openapi/v3")[1])["paths"]
     doc = json.loads(get(server, "/openapi/v3/apis/example.com/v1")[1])
     widget = doc["components"]["schemas"]["com.example.v1.Widget"]
@@ -186,23 +182,7 @@ def test_v2_json_follows_crds_as_they_come_and_go() -> None:
         "type": "object",
         "properties": {"spec": {"type": "object", "nullable": True, "properties": {}}},
     }
-    crd = {
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Cluster",
-            "names": {"plural": "widgets", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
-    server.create("customresourcedefinitions", crd)
+    server.create("customresourcedefinitions", widget_crd(schema, scope="Cluster"))
     doc = json.loads(get(server, "/openapi/v2")[1])
     widget = doc["definitions"]["com.example.v1.Widget"]
     assert widget["properties"]["spec"] == {"type": "object", "properties": {}}  # no nullable
