@@ -597,15 +597,28 @@ class APIServer:
         return scale_of(resource, self._get(resource, namespace, name).obj)
 
     def _update_scale(
-        self, resource: ResourceType, namespace: str | None, name: str, scale: Any
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        scale: Any,
+        *,
+        dry_run: bool = False,
     ) -> JSON:
         current = self._get(resource, namespace, name)
         wanted = apply_scale(resource, current.obj, scale, name)
-        stored = self._update(resource, namespace, name, wanted, None)
+        stored = self._update(resource, namespace, name, wanted, None, dry_run=dry_run)
         return scale_of(resource, stored.obj)
 
     def _patch_scale(
-        self, resource: ResourceType, namespace: str | None, name: str, patch: Any, patch_type: str
+        self,
+        resource: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str,
+        *,
+        dry_run: bool = False,
     ) -> JSON:
         from kubesim.server.patch import PatchError
 
@@ -614,7 +627,7 @@ class APIServer:
             patched = apply_patch(current, patch, patch_type)
         except PatchError as exc:
             raise st.bad_request(str(exc)) from exc
-        return self._update_scale(resource, namespace, name, patched)
+        return self._update_scale(resource, namespace, name, patched, dry_run=dry_run)
 
     # -- pods/binding (kubesim.server.kubelet) -----------------------------------------------
     def bind(self, pod: str, node: str, *, namespace: str, dry_run: bool = False) -> JSON:

@@ -33,7 +33,8 @@ import base64
 import datetime as _dt
 import hashlib
 import hmac
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -229,6 +230,59 @@ def user_of(server: APIServer, certificate_user: Any, authorization: str) -> JSO
     if user is not None:
         return user
     return {"username": ADMIN["username"], "groups": list(ADMIN["groups"])}
+
+
+_IMPERSONATE_EXTRA = "impersonate-extra-"
+
+
+def impersonated(user: JSON, headers: Iterable[tuple[str, str]]) -> JSON:
+    """``user``, or the user the ``Impersonate-User`` header names with the
+    ``Impersonate-Group`` (each line one group), ``Impersonate-Uid`` and
+    ``Impersonate-Extra-<key>`` headers' values; ``system:authenticated`` is added unless a
+    group says authenticated or unauthenticated already (apiserver's impersonation filter)."""
+    name, uid = "", ""
+    groups: list[str] = []
+    extra: dict[str, list[str]] = {}
+    for key, value in headers:
+        lowered = key.lower()
+        if lowered == "impersonate-user":
+            name = value
+        elif lowered == "impersonate-uid":
+            uid = value
+        elif lowered == "impersonate-group":
+            groups.append(value)
+        elif lowered.startswith(_IMPERSONATE_EXTRA):
+            extra_key = urllib.parse.unquote(lowered[len(_IMPERSONATE_EXTRA) :])
+            extra.setdefault(extra_key, []).append(value)
+    if not name:
+        if groups or uid or extra:
+            asked = groups or ([uid] if uid else sorted(extra))
+            raise st.bad_request(f"requested {asked} without impersonating a user")
+        return user
+    if name != "system:anonymous" and not {"system:authenticated", "system:unauthenticated"} & set(
+        groups
+    ):
+        groups.append("system:authenticated")
+    out: JSON = {"username": name}
+    if uid:
+        out["uid"] = uid
+    out["groups"] = groups
+    if extra:
+        out["extra"] = extra
+    return out
+
+
+def with_requester(csr: JSON, user: JSON) -> JSON:
+    """A CertificateSigningRequest as its registry strategy stores it on create: ``username``,
+    ``uid``, ``groups`` and ``extra`` are the requester's, whatever the body said."""
+    spec = {k: v for k, v in (csr.get("spec") or {}).items() if k not in _REQUESTER_FIELDS}
+    for field in _REQUESTER_FIELDS:
+        if user.get(field):
+            spec[field] = user[field]
+    return {**csr, "spec": spec}
+
+
+_REQUESTER_FIELDS = ("username", "uid", "groups", "extra")
 
 
 def token_user(server: APIServer, authorization: str) -> JSON | None:

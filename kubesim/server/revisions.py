@@ -87,6 +87,11 @@ def current(controllers: Controllers, owner: JSON) -> tuple[str, str] | None:
         "data": {"spec": {"template": {**deep_copy(template), "$patch": "replace"}}},
         "revision": newest + 1,
     }
+    # Both controllers copy the owner's annotations (its kubernetes.io/change-cause is what
+    # `kubectl rollout history` prints for the revision).
+    annotations = as_dict(owner["metadata"].get("annotations"))
+    if annotations:
+        body["metadata"]["annotations"] = dict(annotations)
     try:
         controllers.write(server._create, resource, body, namespace)
     except st.StatusError:

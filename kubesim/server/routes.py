@@ -69,6 +69,9 @@ class Request:
     # Who the transport authenticated the request as from a verified client certificate
     # (``username`` and ``groups``), or None: the routes read other credentials from headers.
     user: Mapping[str, Any] | None = None
+    # Every header line as sent, repeated names included (``Impersonate-Group`` may come more
+    # than once), when the transport has them; ``headers`` keeps one value per name.
+    header_lines: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_target(
@@ -84,6 +87,14 @@ class Request:
             if key.lower() == lowered:
                 return value
         return ""
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a header that may be repeated, in the order sent."""
+        lowered = name.lower()
+        if self.header_lines:
+            return [value for key, value in self.header_lines if key.lower() == lowered]
+        value = self.header(name)
+        return [value] if value else []
 
 
 @dataclass
@@ -196,12 +207,35 @@ def handle(server: APIServer, request: Request) -> Response:
         for listener in server.request_listeners:
             listener(request.method, request.path)
     try:
-        return _framed(_dispatch(server, request))
+        response = _dispatch(server, request)
     except st.StatusError as error:
-        return _framed(_status(error))
+        response = _status(error)
     except Exception as exc:  # the server must never die on a request; report, don't hide
         server.trace.record("internal-error", type(exc).__name__, str(exc))
-        return _framed(_status(st.internal_error(f"{type(exc).__name__}: {exc}")))
+        response = _status(st.internal_error(f"{type(exc).__name__}: {exc}"))
+    return _framed(_prettied(request, response))
+
+
+# The User-Agents the apiserver answers with indented JSON unless ?pretty says otherwise
+# (handlers/negotiation isPrettyPrint): browsers and command-line HTTP tools.
+_PRETTY_AGENTS = ("curl", "Wget", "Mozilla/5.0")
+
+
+def _prettied(request: Request, response: Response) -> Response:
+    """A JSON answer indented, as the apiserver writes it for ``?pretty=true`` or a curl."""
+    body = response.body
+    if response.raw or not isinstance(body, bytes) or not body:
+        return response
+    if response.content_type != JSON_TYPE:
+        return response
+    asked = Query(request.query).get("pretty") if "pretty" in request.query else None
+    if asked:
+        pretty = asked.lower() in ("1", "t", "true")
+    else:
+        pretty = request.header("User-Agent").startswith(_PRETTY_AGENTS)
+    if not pretty:
+        return response
+    return replace(response, body=dumps(loads(body), option=OPT_INDENT_2) + b"\n")
 
 
 def _framed(response: Response) -> Response:
@@ -492,6 +526,8 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
     if method == "POST" and target.name is None:
         dry_run = _dry_run(method, query)
         body, warnings = _validated_body(server, request, target, query, "CreateOptions")
+        if target.resource.kind == "CertificateSigningRequest" and isinstance(body, dict):
+            body = reviews.with_requester(body, requester(server, request))
         with server.lock, _managing(server, request, query):
             stored = server._create(target.resource, body, target.namespace, dry_run=dry_run)
             return Response(201, stored.json(), headers=warnings)
@@ -632,9 +668,16 @@ def _review(server: APIServer, request: Request, target: _Target, query: Query) 
             target.resource,
             target.namespace,
             body,
-            reviews.user_of(server, request.user, request.header("Authorization")),
+            requester(server, request),
         )
     return _json(201, answer)
+
+
+def requester(server: APIServer, request: Request) -> JSON:
+    """Who the request acts as: its authenticated user (:func:`reviews.user_of`), or the user
+    its ``Impersonate-*`` headers name (every user here may impersonate: all are admins)."""
+    user = reviews.user_of(server, request.user, request.header("Authorization"))
+    return reviews.impersonated(user, request.header_lines or tuple(request.headers.items()))
 
 
 def _metrics(server: APIServer, request: Request, target: _Target, query: Query) -> Response:
@@ -671,16 +714,21 @@ def _scale(server: APIServer, request: Request, target: _Target, query: Query) -
         if request.method == "GET":
             return _json(200, server._get_scale(resource, namespace, name))
         if request.method == "PUT":
+            dry_run = _dry_run(request.method, query)
             body = _decode_body(request)
             with _managing(server, request, query):
-                return _json(200, server._update_scale(resource, namespace, name, body))
+                scale = server._update_scale(resource, namespace, name, body, dry_run=dry_run)
+            return _json(200, scale)
         if request.method == "PATCH":
+            dry_run = _dry_run(request.method, query)
             content_type = request.header("Content-Type").split(";")[0].strip().lower()
             if content_type not in PATCH_TYPES:
                 raise st.unsupported_media_type(_PATCH_TYPES_ACCEPTED)
             body = _decode_json(_check_size(request.body))
             with _managing(server, request, query):
-                scale = server._patch_scale(resource, namespace, name, body, content_type)
+                scale = server._patch_scale(
+                    resource, namespace, name, body, content_type, dry_run=dry_run
+                )
             return _json(200, scale)
     raise st.method_not_allowed(request.method)
 

@@ -162,7 +162,47 @@ def validate_object(resource: ResourceType, obj: JSON) -> list[JSON]:
         )
     if resource.group == "" and resource.kind == "Pod":
         causes.extend(_validate_pod(obj))
+    if resource.group == "apps" and resource.kind in _SELECTING_WORKLOADS:
+        causes.extend(_validate_selector(obj))
     return causes
+
+
+_SELECTING_WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
+
+
+def _validate_selector(obj: JSON) -> list[JSON]:
+    """apps/v1 ValidateDeploymentSpec and its siblings: a selector is required, and it must
+    select the pod template's labels (or the controller would never see its own pods)."""
+    from kubesim.server.scale import label_selector_string
+    from kubesim.server.selectors import LabelSelector, SelectorError
+
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    selector = spec.get("selector")
+    if selector is None:
+        return [required("spec.selector")]
+    if not isinstance(selector, dict):
+        return []
+    try:
+        parsed = LabelSelector.parse(label_selector_string(selector))
+    except SelectorError:
+        return []  # the selector's own errors are not modelled
+    template = spec.get("template")
+    metadata = template.get("metadata") if isinstance(template, dict) else None
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    labels = labels if isinstance(labels, dict) else {}
+    if not parsed.requirements() or parsed.matches(labels):
+        return []
+    shown = ", ".join(f'"{k}":"{v}"' for k, v in sorted(labels.items()))
+    return [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: map[string]string{{{shown}}}: "
+            "`selector` does not match template `labels`",
+            "field": "spec.template.metadata.labels",
+        }
+    ]
 
 
 def _validate_pod(pod: JSON) -> list[JSON]:

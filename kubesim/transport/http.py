@@ -159,7 +159,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         target = self.path
         path, _, query = target.partition("?")
-        request = Request(self.command, path or "/", query, dict(self.headers.items()), body, user)
+        lines = tuple(self.headers.items())
+        request = Request(self.command, path or "/", query, dict(lines), body, user, lines)
         response = handle(self.server.api, request)
         if isinstance(response.body, WatchStream):
             self._stream(response.body, response.headers)

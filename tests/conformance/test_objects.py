@@ -437,3 +437,20 @@ def test_json_answers_end_with_the_newline_of_go_json_encoder_except_version(
     version = api.request("GET", "/version")
     assert version.body.startswith(b'{\n  "major": ')
     assert version.body.endswith(b"}")
+
+
+def test_pretty_json_for_pretty_true_and_for_curl(api: Endpoint, ns: str) -> None:
+    api.ok("POST", configmaps(ns), configmap("c", {"a": "b"}), expect=201)
+    compact = api.get(configmaps(ns, "c"))
+    pretty = api.request("GET", configmaps(ns, "c") + query(pretty="true"))
+    assert pretty.body.startswith(b'{\n  "kind": "ConfigMap",\n  "apiVersion": "v1",\n')
+    assert pretty.body.endswith(b"}\n")
+    assert pretty.json() == compact.json()
+    curl = api.request("GET", configmaps(ns, "c"), headers={"User-Agent": "curl/8.5.0"})
+    assert curl.body == pretty.body
+    asked_not = api.request(
+        "GET", configmaps(ns, "c") + query(pretty="false"), headers={"User-Agent": "curl/8.5.0"}
+    )
+    assert asked_not.body == compact.body
+    missing = api.request("GET", configmaps(ns, "nope"), headers={"User-Agent": "Wget/1.21"})
+    assert missing.body.startswith(b'{\n  "kind": "Status"')

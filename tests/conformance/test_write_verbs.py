@@ -260,3 +260,45 @@ def test_a_watch_list_from_a_resource_version_the_cache_has_not_reached_is_refus
     assert status["message"].startswith(f"Timeout: Too large resource version: {ahead}, current: ")
     assert status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     assert status["details"]["retryAfterSeconds"] == 1
+
+
+def test_a_dry_run_scale_answers_the_new_scale_and_stores_nothing(api: Endpoint, ns: str) -> None:
+    api.ok("POST", deployments(ns), deployment("web", replicas=3), expect=201)
+    scale = deployments(ns, "web") + "/scale"
+    body = {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "web"}}
+    answer = api.ok("PUT", scale + query(dryRun="All"), {**body, "spec": {"replicas": 2}})
+    assert answer["spec"]["replicas"] == 2
+    patched = api.ok(
+        "PATCH",
+        scale + query(dryRun="All"),
+        {"spec": {"replicas": 5}},
+        content_type="application/merge-patch+json",
+    )
+    assert patched["spec"]["replicas"] == 5
+    assert api.ok("GET", deployments(ns, "web"))["spec"]["replicas"] == 3
+    refused = api.request("PUT", scale + query(dryRun="Some"), {**body, "spec": {"replicas": 2}})
+    assert refused.status == 422
+
+
+def test_apps_workloads_need_a_selector_that_selects_their_template(api: Endpoint, ns: str) -> None:
+    stray = deployment("stray")
+    stray["spec"]["selector"] = {"matchLabels": {"name": "invalid"}}
+    status = api.request("POST", deployments(ns), stray).json()
+    assert status["code"] == 422
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: map[string]string{"app":"stray"}: '
+            "`selector` does not match template `labels`",
+            "field": "spec.template.metadata.labels",
+        }
+    ]
+    bare = deployment("bare")
+    del bare["spec"]["selector"]
+    status = api.request("POST", deployments(ns), bare).json()
+    assert status["message"] == 'Deployment.apps "bare" is invalid: spec.selector: Required value'
+    expressions = deployment("by-expression")
+    expressions["spec"]["selector"] = {
+        "matchExpressions": [{"key": "app", "operator": "In", "values": ["by-expression"]}]
+    }
+    assert api.request("POST", deployments(ns), expressions).status == 201

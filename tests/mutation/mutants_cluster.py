@@ -301,4 +301,36 @@ MUTANTS = [
         ],
         why="pods land on a node whose taint they do not tolerate",
     ),
+    dict(
+        name="impersonation-headers-ignored",
+        path="kubesim/server/routes.py",
+        old="    return reviews.impersonated(",
+        new="    return user or reviews.impersonated(",
+        tests=[
+            "tests/unit/test_reviews.py::test_impersonation_headers_make_the_request_another_user"
+        ],
+        why="kubectl --as acts as the administrator, so an authorization test passes for anyone",
+    ),
+    dict(
+        name="scale-dry-run-stored",
+        path="kubesim/server/apiserver.py",
+        old="stored = self._update(resource, namespace, name, wanted, None, dry_run=dry_run)",
+        new="stored = self._update(resource, namespace, name, wanted, None)",
+        tests=[
+            "tests/conformance/test_write_verbs.py::"
+            "test_a_dry_run_scale_answers_the_new_scale_and_stores_nothing"
+        ],
+        why="kubectl scale --dry-run=server scales the workload",
+    ),
+    dict(
+        name="workload-selector-not-checked",
+        path="kubesim/server/validation.py",
+        old="    if not parsed.requirements() or parsed.matches(labels):",
+        new="    if True:",
+        tests=[
+            "tests/conformance/test_write_verbs.py::"
+            "test_apps_workloads_need_a_selector_that_selects_their_template"
+        ],
+        why="a Deployment whose selector misses its own pods is accepted and never converges",
+    ),
 ]

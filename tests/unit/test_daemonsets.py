@@ -136,3 +136,12 @@ def test_required_node_affinity_decides_where_a_pod_fits() -> None:
     assert fits({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]})
     assert not fits({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]})
     assert not fits({})  # an empty term matches nothing
+
+
+def test_a_revision_carries_its_owners_annotations_for_rollout_history() -> None:
+    api = APIServer(seed=1, nodes=1, controllers=True)
+    body = daemonset()
+    body["metadata"]["annotations"] = {"kubernetes.io/change-cause": "kubectl apply --record"}
+    api.create("daemonsets", body, namespace=NS)
+    (revision,) = api.list("controllerrevisions", namespace=NS)
+    assert revision["metadata"]["annotations"] == body["metadata"]["annotations"]

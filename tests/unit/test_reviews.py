@@ -242,3 +242,51 @@ def test_a_verified_client_certificate_user_is_who_the_request_is(server: APISer
     request = Request.from_target("POST", f"{AUTHN}/selfsubjectreviews", body=b"{}")
     answer = handle(server, dataclasses.replace(request, user=jane))
     assert answer.json()["status"]["userInfo"] == jane
+
+
+def test_impersonation_headers_make_the_request_another_user(server: APIServer) -> None:
+    path = f"{AUTHN}/selfsubjectreviews"
+    lines = (
+        ("Impersonate-User", "user1"),
+        ("Impersonate-Group", "group2"),
+        ("Impersonate-Group", ",,,chameleon"),  # one group per line, commas and all
+        ("Impersonate-Uid", "u-1"),
+        ("Impersonate-Extra-Scopes", "view"),
+    )
+    request = Request("POST", path, "", dict(lines), b"{}", None, lines)
+    info = handle(server, request).json()["status"]["userInfo"]
+    assert info == {
+        "username": "user1",
+        "uid": "u-1",
+        "groups": ["group2", ",,,chameleon", "system:authenticated"],
+        "extra": {"scopes": ["view"]},
+    }
+    alone = {"Impersonate-Group": "g"}
+    refused = post(server, path, {}, **alone)
+    assert refused.status == 400
+    unauthenticated = post(
+        server,
+        path,
+        {},
+        **{"Impersonate-User": "system:anonymous", "Impersonate-Group": "system:unauthenticated"},
+    )
+    assert unauthenticated.json()["status"]["userInfo"]["groups"] == ["system:unauthenticated"]
+
+
+def test_a_csr_records_who_created_it_whatever_its_body_says(server: APIServer) -> None:
+    csr = {
+        "metadata": {"name": "foo"},
+        "spec": {
+            "request": base64.b64encode(b"not checked").decode(),
+            "signerName": "kubernetes.io/kube-apiserver-client",
+            "usages": ["client auth"],
+            "username": "forged",
+        },
+    }
+    path = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+    created = post(server, path, csr, **{"Impersonate-User": "user1"}).json()
+    assert created["spec"]["username"] == "user1"
+    assert created["spec"]["groups"] == ["system:authenticated"]
+    as_admin = post(server, path, {**csr, "metadata": {"name": "bar"}}).json()
+    assert as_admin["spec"]["username"] == "kubernetes-admin"
+    assert as_admin["spec"]["groups"] == ["kubeadm:cluster-admins", "system:authenticated"]
