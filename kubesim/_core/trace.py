@@ -39,29 +39,49 @@ class Trace:
     def __init__(self, *, keep_last: int = 200, keep_all: bool = False) -> None:
         self._hasher = hashlib.sha256()
         # Records not hashed yet: hashing a batch at once costs a fraction of hashing each
-        # record as it comes (the server records every write). The digest is the same.
+        # record as it comes (the server records every write). The digest is the same. The
+        # batch also feeds ``recent`` and ``records``, so a record is one append.
         self._pending: list[tuple[Field, ...]] = []
-        self.count = 0
-        self.recent: deque[tuple[Field, ...]] = deque(maxlen=keep_last)
+        self._hashed = 0
+        self._recent: deque[tuple[Field, ...]] = deque(maxlen=keep_last)
         # Every record, in order: only for diagnosis (a long run makes this large).
-        self.records: list[tuple[Field, ...]] | None = [] if keep_all else None
+        self._records: list[tuple[Field, ...]] | None = [] if keep_all else None
 
     def record(self, kind: str, *fields: Field) -> None:
-        entry = (kind, *fields)
-        self._pending.append(entry)
-        if len(self._pending) >= _BATCH:
+        pending = self._pending
+        pending.append((kind, *fields))
+        if len(pending) >= _BATCH:
             self._hash_pending()
-        self.count += 1
-        self.recent.append(entry)
-        if self.records is not None:
-            self.records.append(entry)
 
     def _hash_pending(self) -> None:
         # Each record hashes as its repr() and a newline: repr() of these primitive types is
         # canonical and version-stable.
         pending = self._pending
+        if not pending:
+            return
         self._hasher.update("".join([f"{entry!r}\n" for entry in pending]).encode())
+        self._hashed += len(pending)
+        self._recent.extend(pending)
+        if self._records is not None:
+            self._records.extend(pending)
         pending.clear()
+
+    @property
+    def count(self) -> int:
+        """How many records there have been."""
+        return self._hashed + len(self._pending)
+
+    @property
+    def recent(self) -> deque[tuple[Field, ...]]:
+        """The last ``keep_last`` records, oldest first."""
+        self._hash_pending()
+        return self._recent
+
+    @property
+    def records(self) -> list[tuple[Field, ...]] | None:
+        """Every record, in order, with ``keep_all=True``; else None."""
+        self._hash_pending()
+        return self._records
 
     def hexdigest(self) -> str:
         self._hash_pending()

@@ -229,6 +229,9 @@ class APIServer:
         # resource() by name, cleared whenever a resource is registered or unregistered.
         self._by_name: dict[str, ResourceType] = {}
         self._watchers: dict[int, Watcher] = {}
+        # The open watchers of each resource, in the order they opened: what a write offers
+        # its event to (rebuilt when a watch opens or ends, read on every write).
+        self._watchers_of: dict[ResourceType, tuple[Watcher, ...]] = {}
         self._watch_ids = itertools.count(1)
         self.request_count = 0
         # Called (lock held) with (method, path) before each request is served. A harness may
@@ -435,9 +438,10 @@ class APIServer:
         return self._nodes is not None and node_uid in self._nodes.node_uids
 
     def _offer(self, event: Any) -> None:
-        for watcher in list(self._watchers.values()):
-            if watcher.resource is event.resource:
-                watcher.offer(event)
+        # A tuple taken before the first offer: a watcher that ends on this event (its buffer
+        # full) changes the index, not this loop.
+        for watcher in self._watchers_of.get(event.resource, ()):
+            watcher.offer(event)
 
     @property
     def cache_resource_version(self) -> int:
@@ -1176,6 +1180,7 @@ class APIServer:
                 on_close=self._forget_watcher,
             )
             self._watchers[ident] = watcher
+            self._index_watchers(resource)
             stream = WatchStream(self, watcher)
             storage = self.storage
             rv_text = resource_version or ""
@@ -1256,9 +1261,18 @@ class APIServer:
         for timer in watcher.timers:
             timer.cancel()
         self._watchers.pop(watcher.ident, None)
+        self._index_watchers(watcher.resource)
+
+    def _index_watchers(self, resource: ResourceType) -> None:
+        watchers = tuple(w for w in self._watchers.values() if w.resource is resource)
+        if watchers:
+            self._watchers_of[resource] = watchers
+        else:
+            self._watchers_of.pop(resource, None)
 
     def _forget_watcher(self, watcher: Watcher) -> None:
         self._watchers.pop(watcher.ident, None)
+        self._index_watchers(watcher.resource)
         self.trace.record(
             "watch-end", watcher.ident, watcher.ended.value if watcher.ended else None
         )

@@ -91,6 +91,16 @@ _VALID_LABELS: set[tuple[str, str]] = set()
 _VALID_LABELS_MAX = 4096
 
 
+def _labels_known_valid(labels: dict[Any, Any]) -> bool:
+    """Every pair of ``labels`` was found valid before: one set operation in C, the common case
+    on every write. A value that cannot be hashed (a list, say) is not known: the full check
+    reports it."""
+    try:
+        return _VALID_LABELS.issuperset(labels.items())
+    except TypeError:
+        return False
+
+
 def validate_labels(labels: Any, field: str) -> list[JSON]:
     if labels is None:
         return []
@@ -139,19 +149,27 @@ def validate_name(kind: str, name: str) -> list[JSON]:
 
 
 def validate_object(resource: ResourceType, obj: JSON) -> list[JSON]:
-    """The causes that make ``obj`` invalid for ``resource``; empty when it is acceptable."""
+    """The causes that make ``obj`` invalid for ``resource``; empty when it is acceptable.
+
+    Every write runs this, so the common case (a DNS subdomain name, labels seen before, string
+    annotations) is checked with as few calls as it takes; anything else takes the full checks,
+    which word the causes.
+    """
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return [required("metadata.name", "name or generateName is required")]
     causes: list[JSON] = []
     name = meta.get("name")
+    kind = resource.kind
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))
     elif not isinstance(name, str):
         causes.append(invalid_value("metadata.name", name, "must be a string"))
-    else:
-        causes.extend(validate_name(resource.kind, name))
-    causes.extend(validate_labels(meta.get("labels"), "metadata.labels"))
+    elif len(name) > 253 or kind in _NAMED_OTHERWISE or _DNS1123_SUBDOMAIN_RE.match(name) is None:
+        causes.extend(validate_name(kind, name))
+    labels = meta.get("labels")
+    if labels is not None and not (type(labels) is dict and _labels_known_valid(labels)):
+        causes.extend(validate_labels(labels, "metadata.labels"))
     annotations = meta.get("annotations")
     if annotations is not None and (
         not isinstance(annotations, dict)
@@ -160,14 +178,14 @@ def validate_object(resource: ResourceType, obj: JSON) -> list[JSON]:
         causes.append(
             invalid_value("metadata.annotations", annotations, "must be a map of strings")
         )
-    if resource.group == "" and resource.kind == "Pod":
-        causes.extend(_validate_pod(obj))
-    if resource.group == "apps" and resource.kind in _SELECTING_WORKLOADS:
-        causes.extend(_validate_selector(obj))
+    check = _KIND_CHECKS.get((resource.group, kind))
+    if check is not None:
+        causes.extend(check(obj))
     return causes
 
 
-_SELECTING_WORKLOADS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
+# Kinds named by other rules than a DNS subdomain: validate_name decides for them.
+_NAMED_OTHERWISE = frozenset(_PATH_SEGMENT_NAMED_KINDS | _LABEL_NAMED_KINDS)
 
 
 def _validate_selector(obj: JSON) -> list[JSON]:
@@ -217,12 +235,28 @@ def _validate_pod(pod: JSON) -> list[JSON]:
     causes: list[JSON] = []
     seen: set[str] = set()
     for index, container in enumerate(containers):
-        path = f"spec.containers[{index}]"
-        if not isinstance(container, dict):
-            causes.append(invalid_value(path, container, "must be an object"))
-            continue
-        causes.extend(validate_container(container, path, seen))
+        if type(container) is dict:
+            # The common case, checked inline: a new name and an image.
+            name = container.get("name")
+            if type(name) is str and name and container.get("image") and name not in seen:
+                seen.add(name)
+                continue
+            causes.extend(validate_container(container, f"spec.containers[{index}]", seen))
+        else:
+            causes.append(
+                invalid_value(f"spec.containers[{index}]", container, "must be an object")
+            )
     return causes
+
+
+# The checks of one kind, after ObjectMeta's, by (group, kind).
+_KIND_CHECKS = {
+    ("", "Pod"): _validate_pod,
+    **{
+        ("apps", kind): _validate_selector
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
+    },
+}
 
 
 def duplicate(field: str, value: Any) -> JSON:
@@ -239,9 +273,9 @@ def validate_container(container: JSON, path: str, seen: set[str]) -> list[JSON]
     name = container.get("name")
     if not name:
         causes.append(required(f"{path}.name"))
-    elif name in seen:
+    elif isinstance(name, str) and name in seen:
         causes.append(duplicate(f"{path}.name", name))
-    else:
+    elif isinstance(name, str):
         seen.add(name)
     if not container.get("image"):
         causes.append(required(f"{path}.image"))

@@ -148,4 +148,24 @@ MUTANTS = [
         tests=[f"{APISERVER}::test_bookmarks_arrive_only_when_allowed"],
         why="the periodic BOOKMARK never reaches watches that allow bookmarks",
     ),
+    dict(
+        name="uuid-block-drops-leftover-draws",
+        path="kubesim/_core/choices.py",
+        old="laid_out = self._uuid_bytes + values.tobytes()",
+        new="laid_out = values.tobytes()",
+        tests=[
+            "tests/unit/test_core.py::test_uuid_blocks_continue_one_stream",
+            "tests/unit/test_core.py::test_a_uuid_is_four_draws_and_the_seeded_source_reads_them"
+            "_ahead_in_blocks",
+        ],
+        why="uids read ahead in blocks stop being the uids a seed draws one at a time",
+    ),
+    dict(
+        name="uuid-block-keeps-rejected-attempts",
+        path="kubesim/_core/choices.py",
+        old="_KEPT = bytes(int(top < 0x80) for top in range(256))",
+        new="_KEPT = bytes(int(top <= 0x80) for top in range(256))",
+        tests=["tests/unit/test_core.py::test_uuid_blocks_continue_one_stream"],
+        why="an attempt randrange(2**32) rejects becomes a uid word",
+    ),
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesim._core import (
@@ -17,7 +17,7 @@ from kubesim._core import (
     integers,
     uuid4_drawer,
 )
-from kubesim._core.choices import format_uuid4
+from kubesim._core.choices import format_uuid4, format_uuid4_bytes
 
 
 def draws(source: SeededChoices | RecordingChoices | ReplayChoices, n: int = 20) -> list[int]:
@@ -76,23 +76,39 @@ def test_a_batch_of_draws_is_the_same_stream_as_one_draw_at_a_time(
     assert len(recorder.log) == count
 
 
-@given(st.integers(0, 2**31), st.integers(1, 5))
-def test_a_uuid_is_four_draws_and_the_seeded_source_makes_them_in_one_call(
+@settings(max_examples=25)
+@given(st.integers(0, 2**31), st.integers(1, 400))
+def test_a_uuid_is_four_draws_and_the_seeded_source_reads_them_ahead_in_blocks(
     seed: int, count: int
 ) -> None:
     import uuid
 
     fast, single = SeededChoices(seed), SeededChoices(seed)
-    drawn = [uuid4_drawer(fast)() for _ in range(count)]
+    drawer = uuid4_drawer(fast)
+    drawn = [drawer() for _ in range(count)]  # up to about three blocks of 128
     for uid in drawn:
         a, b, c, d = (single.integer(0, 0xFFFFFFFF) for _ in range(4))
         assert uid == str(uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4))
-    assert fast.draws == single.draws == 4 * count
-    assert fast.integer(0, 2**32) == single.integer(0, 2**32)  # the streams stay in step
-    # Any other source is asked draw by draw, and gives the same uuids.
+    # Read ahead: the source has drawn at least what the uuids took, in whole blocks.
+    assert fast.draws >= single.draws == 4 * count
+    # Any other source is asked draw by draw, when a uuid is asked for, and gives the same ones.
     recorder = RecordingChoices(SeededChoices(seed))
-    assert [uuid4_drawer(recorder)() for _ in range(count)] == drawn
+    recorded = uuid4_drawer(recorder)
+    assert recorder.log == []
+    assert [recorded() for _ in range(count)] == drawn
     assert len(recorder.log) == 4 * count
+
+
+def test_uuid_blocks_continue_one_stream() -> None:
+    """A block's leftover draws open the next one: blocks end anywhere inside a uuid."""
+    import uuid
+
+    source, single = SeededChoices("blocks"), SeededChoices("blocks")
+    blocks = [source.uuid4_block() for _ in range(20)]
+    assert all(100 <= len(block) <= 156 for block in blocks)  # about 1,024 / 2 / 4 each
+    for uid in [uid for block in blocks for uid in block]:
+        a, b, c, d = (single.integer(0, 0xFFFFFFFF) for _ in range(4))
+        assert uid == str(uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4))
 
 
 _WORD = st.one_of(
@@ -106,9 +122,10 @@ def test_a_uuid_formats_its_four_words_as_the_standard_library(
 ) -> None:
     import uuid
 
-    assert format_uuid4(a, b, c, d) == str(
-        uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4)
-    )
+    expected = str(uuid.UUID(int=a << 96 | b << 64 | c << 32 | d, version=4))
+    assert format_uuid4(a, b, c, d) == expected
+    laid_out = b"".join(word.to_bytes(4, "big") for word in (a, b, c, d))
+    assert format_uuid4_bytes(laid_out * 3) == [expected] * 3  # the block formatter agrees
 
 
 def test_bad_arguments_are_named_in_the_error() -> None:
