@@ -36,6 +36,7 @@ from kubesim.server import (
     metrics,
     narrow_subresources,
     pod_spec_defaults,
+    propagation,
     reviews,
     service_accounts,
     services,
@@ -926,12 +927,18 @@ class APIServer:
         preconditions: JSON | None = None,
         dry_run: bool = False,
         grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
     ) -> JSON:
         """DELETE: immediate, as with a zero grace period, unless finalizers hold the object
         (a namespace is held by its ``kubernetes`` finalizer until what it holds is gone), or
         it is a pod on a node this server's kubelets run: that one is marked with its grace
         period (``grace_period_seconds``, else its ``terminationGracePeriodSeconds``) and its
-        kubelet deletes it once its containers stop (:mod:`kubesim.server.kubelet`)."""
+        kubelet deletes it once its containers stop (:mod:`kubesim.server.kubelet`).
+
+        ``propagation_policy``: ``"Background"``, ``"Foreground"`` or ``"Orphan"``, how the
+        garbage collector treats the object's dependents (:mod:`kubesim.server.propagation`);
+        None for the kind's default."""
+        _check_policy(propagation_policy)
         with self.lock:
             res = self.resource(resource)
             return self._delete(
@@ -941,6 +948,7 @@ class APIServer:
                 preconditions or {},
                 dry_run=dry_run,
                 grace=grace_period_seconds,
+                policy=propagation_policy,
             )
 
     def delete_collection(
@@ -951,10 +959,13 @@ class APIServer:
         label_selector: str = "",
         field_selector: str = "",
         dry_run: bool = False,
+        propagation_policy: str | None = None,
     ) -> JSON:
         """DELETE on a collection: every selected object deleted one by one (one DELETED event
-        each, at its own resourceVersion, as store.go DeleteCollection), finalizers honoured.
-        Returns the list of what was deleted (or marked for deletion)."""
+        each, at its own resourceVersion, as store.go DeleteCollection), finalizers honoured,
+        each with ``propagation_policy`` (see :meth:`delete`). Returns the list of what was
+        deleted (or marked for deletion)."""
+        _check_policy(propagation_policy)
         with self.lock:
             res = self.resource(resource)
             labels = _parse_label_selector(label_selector)
@@ -970,7 +981,13 @@ class APIServer:
             for stored in selected:
                 meta = stored.obj["metadata"]
                 deleted = self._delete(
-                    res, meta.get("namespace"), meta["name"], {}, dry_run=dry_run, whole=True
+                    res,
+                    meta.get("namespace"),
+                    meta["name"],
+                    {},
+                    dry_run=dry_run,
+                    whole=True,
+                    policy=propagation_policy,
                 )
                 items.append(deleted)
             return {
@@ -990,9 +1007,11 @@ class APIServer:
         dry_run: bool = False,
         whole: bool = False,
         grace: int | None = None,
+        policy: str | None = None,
     ) -> JSON:
         """``whole``: answer with the object even for kinds whose DELETE answers a Status;
-        ``grace``: DeleteOptions' ``gracePeriodSeconds`` (pods on this server's nodes)."""
+        ``grace``: DeleteOptions' ``gracePeriodSeconds`` (pods on this server's nodes);
+        ``policy``: DeleteOptions' ``propagationPolicy`` (kubesim.server.propagation)."""
         key = self._key(resource, namespace, name)
         current = self.storage.get(resource, key)
         if current is None:
@@ -1024,6 +1043,19 @@ class APIServer:
                 marked = self._nodes.mark_terminating(deep_copy(current.obj), period)
                 if marked is None:
                     return deep_copy(current.obj)  # already terminating, as soon or sooner
+                stored = self._commit(
+                    resource, key, MODIFIED, canonical_object(marked), current, dry_run=dry_run
+                )
+                return deep_copy(stored.obj)
+        if self._controllers is not None and resource is not self.namespace_resource:
+            # The garbage collector runs: the policy may leave it a finalizer to act on.
+            before = list(meta.get("finalizers") or [])
+            after = propagation.finalizers_after_delete(resource, before, policy)
+            if set(after) != set(before):
+                marked = deep_copy(current.obj)
+                marked["metadata"]["finalizers"] = after
+                if not meta.get("deletionTimestamp"):
+                    marked = lifecycle.mark_deleted(resource, marked, self.clock)
                 stored = self._commit(
                     resource, key, MODIFIED, canonical_object(marked), current, dry_run=dry_run
                 )
@@ -1498,6 +1530,14 @@ def _json_patch_decodes(patch: Any) -> bool:
 _SERVER_OWNED_METADATA = frozenset(
     ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "selfLink", "generation")
 )
+
+
+def _check_policy(policy: str | None) -> None:
+    if policy is not None and policy not in propagation.POLICIES:
+        raise ValueError(
+            f"propagation_policy must be one of {', '.join(propagation.POLICIES)} or None, "
+            f"got propagation_policy={policy!r}"
+        )
 
 
 def _encode_body(obj: JSON) -> bytes:

@@ -32,6 +32,7 @@ from kubesim.server import (
     openapi,
     openapi_v2,
     partial_metadata,
+    propagation,
     protobuf,
     reviews,
     struct_decoding,
@@ -542,6 +543,7 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
             label_selector=query.get("labelSelector") or "",
             field_selector=query.get("fieldSelector") or "",
             dry_run=dry_run,
+            propagation_policy=_propagation_policy(query, options),
         )
         return _json(200, result)
     if target.name is not None:
@@ -596,6 +598,7 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
                 preconditions=preconditions,
                 dry_run=dry_run,
                 grace_period_seconds=_grace_period(query, options),
+                propagation_policy=_propagation_policy(query, options),
             )
             return _json(200, result)
     raise st.method_not_allowed(method)
@@ -795,6 +798,14 @@ def _grace_period(query: Query, options: JSON) -> int | None:
         return int(value)
     except ValueError:
         raise st.bad_request(f"gracePeriodSeconds must be an integer, got {value!r}") from None
+
+
+def _propagation_policy(query: Query, options: JSON) -> str | None:
+    """DeleteOptions' ``propagationPolicy`` (or the deprecated ``orphanDependents``): the
+    body's, else the query's."""
+    return propagation.policy_of(
+        options, query.get("propagationPolicy"), query.get("orphanDependents")
+    )
 
 
 def _delete_options(request: Request) -> JSON:

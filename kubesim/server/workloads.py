@@ -27,8 +27,12 @@ and go. kubesim plays the three controllers, without the timing of the real ones
 - **The disruption controller** keeps each PodDisruptionBudget's status
   (:mod:`kubesim.server.disruption`), which the eviction subresource reads.
 - **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
-  object whose owners are all gone, for any kind. ``propagationPolicy: Orphan`` and
-  ``Foreground`` are not modelled: every delete cascades in the background.
+  object whose owners are all gone, for any kind. An owner deleted with ``propagationPolicy:
+  Orphan`` keeps its ``orphan`` finalizer until the collector has removed it from its
+  dependents' ``ownerReferences``; one deleted with ``Foreground`` keeps its
+  ``foregroundDeletion`` finalizer while the collector deletes its dependents (in the
+  foreground those that have dependents of their own) and until the ones whose reference has
+  ``blockOwnerDeletion`` are gone (:mod:`kubesim.server.propagation`).
 
 The controllers work like real ones from a queue of keys: each write the server commits queues
 what it concerns (a pod its ReplicaSet, a ReplicaSet its Deployment), and the queue is drained
@@ -41,7 +45,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kubesim.server import endpoints, events
+from kubesim.server import endpoints, events, propagation
 from kubesim.server import status as st
 from kubesim.server.daemonsets import DaemonSets
 from kubesim.server.disruption import DisruptionController
@@ -94,6 +98,8 @@ class Controllers:
         self._draining = False
         # Owner uid -> the objects whose ownerReferences name it.
         self._dependents: dict[str, set[tuple[ResourceType, Key]]] = {}
+        # Uid -> an object being deleted with the orphan or foregroundDeletion finalizer.
+        self._finalizing: dict[str, tuple[ResourceType, Key]] = {}
 
     # -- the queue ------------------------------------------------------------------------
     def sync(self, event: Event) -> None:
@@ -132,6 +138,7 @@ class Controllers:
             self._queue[("service", event.key)] = None
         if event.type == DELETED:
             self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
+        self._queue_finalizing(event)
         if self._draining:
             return  # a write made while draining: the loop below picks its keys up
         self._draining = True
@@ -153,6 +160,8 @@ class Controllers:
                         endpoints.sync_service(self.server, self.write, key)
                     elif kind == "budget":
                         self.disruption.sync(key)
+                    elif kind == "finalize":
+                        self._finalize(key[1])
                     else:
                         self._collect(key[1])
                 except st.StatusError as exc:
@@ -226,9 +235,115 @@ class Controllers:
             if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
                 continue
             try:
-                self.server._delete(resource, key[0] or None, key[1], {})
+                self.server._delete(
+                    resource, key[0] or None, key[1], {}, policy=_collected_policy(stored.obj)
+                )
             except st.StatusError:
                 continue  # gone meanwhile, or immortal (a namespace): nothing to collect
+
+    # -- deletion propagation: the orphan and foregroundDeletion finalizers ---------------
+    def _queue_finalizing(self, event: Event) -> None:
+        """An owner marked with a propagation finalizer, or a change to one of its dependents,
+        queues the owner's finalization."""
+        meta = as_dict(event.new.obj.get("metadata"))
+        uid = str(meta.get("uid", ""))
+        if event.type != DELETED and deleting(event.new.obj):
+            finalizers = meta.get("finalizers") or []
+            if propagation.ORPHAN_FINALIZER in finalizers or (
+                propagation.FOREGROUND_FINALIZER in finalizers
+            ):
+                self._finalizing[uid] = (event.resource, event.key)
+                self._queue[("finalize", ("", uid))] = None
+        if not self._finalizing:
+            return
+        for refs in (meta.get("ownerReferences"), _owner_refs(event.old)):
+            for ref in refs or []:
+                if isinstance(ref, dict) and str(ref.get("uid")) in self._finalizing:
+                    self._queue[("finalize", ("", str(ref["uid"])))] = None
+
+    def _finalize(self, uid: str) -> None:
+        """garbagecollector.go attemptToOrphan and processDeletingDependentsItem for one owner."""
+        entry = self._finalizing.get(uid)
+        stored = None if entry is None else self.server.storage.get(*entry)
+        if (
+            entry is None
+            or stored is None
+            or stored.obj["metadata"].get("uid") != uid
+            or not deleting(stored.obj)
+        ):
+            self._finalizing.pop(uid, None)
+            return
+        resource, key = entry
+        finalizers = stored.obj["metadata"].get("finalizers") or []
+        dependents = sorted(self._dependents.get(uid, set()), key=lambda e: (e[0].plural, e[1]))
+        if propagation.ORPHAN_FINALIZER in finalizers:
+            for dependent in dependents:
+                self._drop_owner(dependent, uid)
+            self._remove_finalizer(resource, key, propagation.ORPHAN_FINALIZER)
+        elif propagation.FOREGROUND_FINALIZER in finalizers:
+            for dependent_resource, dependent_key in dependents:
+                self._delete_dependent(dependent_resource, dependent_key, uid)
+            if not any(self._blocks(dependent, uid) for dependent in dependents):
+                self._remove_finalizer(resource, key, propagation.FOREGROUND_FINALIZER)
+        else:
+            self._finalizing.pop(uid, None)
+
+    def _delete_dependent(self, resource: ResourceType, key: Key, owner_uid: str) -> None:
+        """Delete a dependent of an owner deleted in the foreground, unless another owner
+        still holds it: in the foreground when it has dependents of its own."""
+        stored = self.server.storage.get(resource, key)
+        if stored is None or deleting(stored.obj):
+            return
+        refs = _owner_refs(stored)
+        if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
+            return
+        own_uid = str(stored.obj["metadata"].get("uid", ""))
+        policy = propagation.FOREGROUND if self._dependents.get(own_uid) else None
+        try:
+            self.server._delete(
+                resource,
+                key[0] or None,
+                key[1],
+                {},
+                policy=policy or _collected_policy(stored.obj),
+            )
+        except st.StatusError:
+            return  # gone meanwhile, or immortal
+
+    def _blocks(self, dependent: tuple[ResourceType, Key], owner_uid: str) -> bool:
+        """The dependent still exists and its reference to the owner blocks its deletion."""
+        stored = self.server.storage.get(*dependent)
+        return stored is not None and any(
+            r.get("uid") == owner_uid and r.get("blockOwnerDeletion") is True
+            for r in _owner_refs(stored)
+        )
+
+    def _drop_owner(self, dependent: tuple[ResourceType, Key], owner_uid: str) -> None:
+        """Remove the owner from a dependent's ``ownerReferences`` (the collector's patch)."""
+        resource, key = dependent
+        stored = self.server.storage.get(resource, key)
+        if stored is None:
+            return
+        obj = deep_copy(stored.obj)
+        refs = [r for r in _owner_refs(stored) if r.get("uid") != owner_uid]
+        if refs:
+            obj["metadata"]["ownerReferences"] = refs
+        else:
+            obj["metadata"].pop("ownerReferences", None)
+        self.write(self.server._update, resource, key[0] or None, key[1], obj, None)
+
+    def _remove_finalizer(self, resource: ResourceType, key: Key, finalizer: str) -> None:
+        """Take the collector's finalizer off: the object goes if nothing else holds it."""
+        stored = self.server.storage.get(resource, key)
+        if stored is None:
+            return
+        obj = deep_copy(stored.obj)
+        obj["metadata"]["finalizers"] = [
+            f for f in obj["metadata"].get("finalizers") or [] if f != finalizer
+        ]
+        if not obj["metadata"]["finalizers"]:
+            del obj["metadata"]["finalizers"]
+        self.write(self.server._update, resource, key[0] or None, key[1], obj, None)
 
     def _exists(self, ref: JSON, namespace: str) -> bool:
         group, _, version = str(ref.get("apiVersion", "")).rpartition("/")
@@ -661,6 +776,23 @@ def _max_unavailable(spec: JSON, wanted: int) -> int:
         as_dict(strategy.get("rollingUpdate")).get("maxUnavailable", "25%"), wanted, round_up=False
     )
     return min(value, wanted)
+
+
+def _owner_refs(stored: Any) -> list[JSON]:
+    """The ownerReferences of a stored version (none for None), the well-formed ones."""
+    if stored is None:
+        return []
+    refs = as_dict(stored.obj.get("metadata")).get("ownerReferences") or []
+    return [r for r in refs if isinstance(r, dict)]
+
+
+def _collected_policy(obj: JSON) -> str | None:
+    """How the collector deletes a dependent (garbagecollector.go attemptToDeleteItem): as its
+    own propagation finalizer says, else in the background, whatever the kind's default."""
+    finalizers = as_dict(obj.get("metadata")).get("finalizers") or []
+    if propagation.ORPHAN_FINALIZER in finalizers or propagation.FOREGROUND_FINALIZER in finalizers:
+        return None  # the finalizer decides
+    return propagation.BACKGROUND
 
 
 def _reversed(text: str) -> tuple[int, ...]:

@@ -31,9 +31,9 @@ _STARTUP_GUARD_SECONDS = 30.0
 
 
 @contextmanager
-def serve(*extra_args: str) -> Iterator[Endpoint]:
+def serve(*extra_args: str, controllers: bool = False) -> Iterator[Endpoint]:
     """Run ``kubesim serve --port 0 --seed 1 --nodes 0 --no-controllers <extra_args>`` until the
-    block exits.
+    block exits (``controllers``: without ``--no-controllers``, for the garbage collector).
 
     Yields the endpoint parsed from the first stdout line. At exit the process is terminated
     (killed if it lingers) and its stderr is checked for unhandled exceptions: a request
@@ -62,7 +62,7 @@ def serve(*extra_args: str) -> Iterator[Endpoint]:
                 # so the only writes to a test's objects are the test's own.
                 "--nodes",
                 "0",
-                "--no-controllers",
+                *([] if controllers else ["--no-controllers"]),
                 *extra_args,
             ],
             cwd=cwd,

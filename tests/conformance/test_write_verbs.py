@@ -10,6 +10,9 @@
 - Finalizers: a held delete marks the object and bumps its generation (rest.BeforeDelete); no
   finalizer may be added while it is deleted; removing the last one deletes the object, and
   ``DELETED`` carries the last state that was stored (store.go deleteWithoutFinalizers).
+- Deletion propagation (with the garbage collector): ``Orphan`` leaves the owner's dependents
+  without their reference to it, ``Foreground`` keeps the owner until they are gone; bad
+  DeleteOptions are refused as ``ValidateDeleteOptions`` refuses them.
 - Namespaces: ``Terminating`` on delete, new content refused (403), everything inside deleted by
   the namespace controller, then the namespace; ``default``, ``kube-system`` and ``kube-public``
   cannot be deleted (the NamespaceLifecycle admission plugin).
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .conftest import serve
 from .objects import configmap, configmaps, deployment, deployments, pod, pods
 from .wire import Endpoint, query, rv_of
 
@@ -302,3 +306,52 @@ def test_apps_workloads_need_a_selector_that_selects_their_template(api: Endpoin
         "matchExpressions": [{"key": "app", "operator": "In", "values": ["by-expression"]}]
     }
     assert api.request("POST", deployments(ns), expressions).status == 201
+
+
+def test_propagation_policies_orphan_or_wait_for_dependents_and_bad_ones_are_refused() -> None:
+    with serve(controllers=True) as api:
+        _propagation_policies(api, "default")
+
+
+def _propagation_policies(api: Endpoint, ns: str) -> None:
+    replica_sets = f"/apis/apps/v1/namespaces/{ns}/replicasets"
+    api.ok("POST", deployments(ns), deployment("kept", replicas=0), expect=201)
+    (rs,) = api.ok("GET", replica_sets)["items"]
+    # kubectl delete --cascade=orphan: the query's policy; the answer is the marked owner.
+    marked = api.ok("DELETE", deployments(ns, "kept") + query(propagationPolicy="Orphan"))
+    assert marked["metadata"]["finalizers"] == ["orphan"]
+    assert api.request("GET", deployments(ns, "kept")).status == 404
+    (orphaned,) = api.ok("GET", replica_sets)["items"]
+    assert orphaned["metadata"]["uid"] == rs["metadata"]["uid"]
+    assert "ownerReferences" not in orphaned["metadata"]
+    # Foreground, in the body: the owner waits for the ReplicaSet (no pods: it goes at once).
+    api.ok("POST", deployments(ns), deployment("waited", replicas=0), expect=201)
+    api.ok("DELETE", deployments(ns, "waited"), {"propagationPolicy": "Foreground"})
+    assert api.request("GET", deployments(ns, "waited")).status == 404
+    assert [r["metadata"]["uid"] for r in api.ok("GET", replica_sets)["items"]] == [
+        rs["metadata"]["uid"]
+    ]
+    # ValidateDeleteOptions, on DeleteOptions in meta.k8s.io.
+    api.ok("POST", deployments(ns), deployment("bad", replicas=0), expect=201)
+    for body, message in [
+        (
+            {"propagationPolicy": "Sideways"},
+            'propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", '
+            '"Background", "Orphan", "nil"',
+        ),
+        (
+            {"propagationPolicy": "Orphan", "orphanDependents": True},
+            'propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation '
+            "cannot be both set",
+        ),
+    ]:
+        refused = api.request("DELETE", deployments(ns, "bad"), body)
+        assert refused.status == 422, refused
+        status = refused.json()
+        assert status["details"] == {
+            "group": "meta.k8s.io",
+            "kind": "DeleteOptions",
+            "causes": status["details"]["causes"],
+        }
+        assert status["message"] == f'DeleteOptions.meta.k8s.io "" is invalid: {message}'
+    assert api.request("GET", deployments(ns, "bad")).status == 200

@@ -333,4 +333,26 @@ MUTANTS = [
         ],
         why="a Deployment whose selector misses its own pods is accepted and never converges",
     ),
+    dict(
+        name="orphan-policy-cascades",
+        path="kubesim/server/propagation.py",
+        old="return kept + [ORPHAN_FINALIZER] * orphan + [FOREGROUND_FINALIZER] * foreground",
+        new="return kept + [FOREGROUND_FINALIZER] * foreground",
+        tests=[
+            "tests/unit/test_workloads.py::"
+            "test_an_orphaning_delete_leaves_the_dependents_without_the_owner"
+        ],
+        why="kubectl delete --cascade=orphan deletes the owner's ReplicaSets and pods",
+    ),
+    dict(
+        name="foreground-delete-does-not-wait",
+        path="kubesim/server/workloads.py",
+        old="if not any(self._blocks(dependent, uid) for dependent in dependents):",
+        new="if True:",
+        tests=[
+            "tests/unit/test_workloads.py::"
+            "test_a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_gone"
+        ],
+        why="a foreground delete lets the owner go before the dependents that block it",
+    ),
 ]

@@ -223,6 +223,100 @@ def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -
     del rs
 
 
+def test_an_orphaning_delete_leaves_the_dependents_without_the_owner() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(), namespace=NS)
+    (rs,) = server.list("replicasets", namespace=NS)
+    pods = names(server, "pods")
+    writes: list[tuple[str, str, str, list[str]]] = []
+    server.commit_listeners.append(
+        lambda e: writes.append(
+            (e.type, e.resource.kind, e.key[1], e.new.obj["metadata"].get("finalizers") or [])
+        )
+    )
+    answer = server.delete("deployments", "web", namespace=NS, propagation_policy="Orphan")
+    # The answer is the owner marked with the orphan finalizer, as the apiserver answers.
+    assert answer["metadata"]["finalizers"] == ["orphan"]
+    assert answer["metadata"]["deletionTimestamp"]
+    stopped(server)
+    assert names(server, "deployments") == []
+    (orphaned,) = server.list("replicasets", namespace=NS)
+    assert orphaned["metadata"]["uid"] == rs["metadata"]["uid"]
+    assert "ownerReferences" not in orphaned["metadata"]
+    assert names(server, "pods") == pods  # still owned by their ReplicaSet, which lives on
+    # The ReplicaSet lost its owner before the Deployment went.
+    assert writes[0] == ("MODIFIED", "Deployment", "web", ["orphan"])
+    assert writes[1][:3] == ("MODIFIED", "ReplicaSet", rs["metadata"]["name"])
+    assert writes[2][:3] == ("DELETED", "Deployment", "web")
+
+
+def test_a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_gone() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(), namespace=NS)
+    started(server)
+    (rs,) = names(server, "replicasets")
+    answer = server.delete("deployments", "web", namespace=NS, propagation_policy="Foreground")
+    assert answer["metadata"]["finalizers"] == ["foregroundDeletion"]
+    # The ReplicaSet has pods of its own, so it is deleted in the foreground too, and the pods
+    # (on a kubelet's node) take their grace period: everything is still there, marked.
+    (marked,) = server.list("replicasets", namespace=NS)
+    assert marked["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert marked["metadata"]["deletionTimestamp"]
+    assert names(server, "deployments") == ["web"]
+    assert all(p["metadata"].get("deletionTimestamp") for p in server.list("pods", namespace=NS))
+    stopped(server)
+    # Once the kubelet has deleted the pods, the ReplicaSet goes, and then the Deployment.
+    assert names(server, "pods") == []
+    assert names(server, "replicasets") == []
+    assert names(server, "deployments") == []
+    del rs
+
+
+def test_jobs_and_replication_controllers_orphan_by_default_and_others_cascade() -> None:
+    server = APIServer(seed=1, controllers=True)
+    job = server.create(
+        "jobs",
+        {
+            "metadata": {"name": "once"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}],
+                    }
+                }
+            },
+        },
+        namespace=NS,
+    )
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "once", "uid": job["metadata"]["uid"]}
+    server.create(
+        "pods",
+        {
+            "metadata": {"name": "once-abcde", "ownerReferences": [owner]},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+        },
+        namespace=NS,
+    )
+    answer = server.delete("jobs", "once", namespace=NS)  # delete_namespaced_job with no body
+    assert answer["metadata"]["finalizers"] == ["orphan"]
+    assert names(server, "jobs") == []
+    (pod,) = server.list("pods", namespace=NS)
+    assert "ownerReferences" not in pod["metadata"]
+    # With Background named, as kubectl sends it, the Job's pods go with it.
+    job = server.create("jobs", {**job, "metadata": {"name": "twice"}}, namespace=NS)
+    owner = {**owner, "name": "twice", "uid": job["metadata"]["uid"]}
+    server.patch("pods", "once-abcde", {"metadata": {"ownerReferences": [owner]}}, namespace=NS)
+    server.delete("jobs", "twice", namespace=NS, propagation_policy="Background")
+    assert names(server, "pods") == []
+
+
+def test_a_bad_propagation_policy_is_named() -> None:
+    server = APIServer(seed=1, controllers=True)
+    with pytest.raises(ValueError, match=r"propagation_policy='Sideways'"):
+        server.delete("namespaces", "default", propagation_policy="Sideways")
+
+
 def test_a_paused_deployment_makes_no_replica_set_and_controllers_are_off_by_default() -> None:
     server = APIServer(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(paused=True), namespace=NS)
