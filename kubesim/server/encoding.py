@@ -46,19 +46,30 @@ _METADATA_FIELDS = frozenset(_METADATA_ORDER)
 _SORTED_MAPS = ("labels", "annotations")  # Go maps: encoded with sorted keys
 
 
+class _FieldRank(dict[str, int]):
+    """ObjectMeta's fields by declaration order; any other key ranks after them all."""
+
+    def __missing__(self, key: str) -> int:
+        return len(_METADATA_ORDER)
+
+
+_RANK = _FieldRank((key, rank) for rank, key in enumerate(_METADATA_ORDER)).__getitem__
+
+
 def canonical_metadata(meta: JSON) -> JSON:
     """A new dict: ObjectMeta's fields in Go declaration order (unset ones left out), labels and
     annotations sorted, then any field ObjectMeta does not declare, in the order given."""
-    # Every write goes through here: comprehensions and one pass, no per-key branching.
-    out: JSON = {key: meta[key] for key in _METADATA_ORDER if meta.get(key) is not None}
+    # Every write goes through here: one stable sort of the keys present (a handful) by a
+    # C-level lookup, rather than a probe for each of ObjectMeta's fifteen fields.
+    out: JSON = {
+        key: meta[key]
+        for key in sorted(meta, key=_RANK)
+        if meta[key] is not None or key not in _METADATA_FIELDS
+    }
     for key in _SORTED_MAPS:
         value = out.get(key)
         if isinstance(value, dict):
-            out[key] = dict(sorted(value.items()))
-    if len(out) != len(meta):  # undeclared fields, or declared ones set to null (dropped)
-        for key, value in meta.items():
-            if key not in _METADATA_FIELDS:
-                out[key] = value
+            out[key] = dict(sorted(value.items())) if len(value) > 1 else dict(value)
     return out
 
 

@@ -168,4 +168,15 @@ MUTANTS = [
         tests=["tests/unit/test_core.py::test_uuid_blocks_continue_one_stream"],
         why="an attempt randrange(2**32) rejects becomes a uid word",
     ),
+    dict(
+        name="metadata-in-the-order-sent",
+        path="kubesim/server/encoding.py",
+        old="for key in sorted(meta, key=_RANK)",
+        new="for key in list(meta)",
+        tests=[
+            "tests/unit/test_encoding.py::test_metadata_is_ordered_as_go_declares_it_with_maps"
+            "_sorted"
+        ],
+        why="the same object sent with its metadata in another order is stored as other bytes",
+    ),
 ]
