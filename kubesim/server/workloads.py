@@ -72,6 +72,9 @@ POD_TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+# deployment/util: the revisions a ReplicaSet rolled back to again keeps, in characters.
+MAX_REVISION_HISTORY_CHARS = 2000
 # A guard against controllers that keep writing to each other (a bug, or a status that never
 # settles): past this many syncs in one drain, the rest stay queued for the next write, as a
 # workqueue's rate limiter would hold them back, and the client's request completes.
@@ -545,14 +548,20 @@ class Controllers:
         status_in = as_dict(deployment.get("status"))
         collisions = status_in.get("collisionCount")
         hash_ = pod_template_hash(template, collisions if isinstance(collisions, int) else None)
+        # FindNewReplicaSet: the oldest ReplicaSet whose template is the Deployment's, the
+        # hash label aside (a rollback makes an old one current again).
         new = next(
             (
                 rs
-                for rs in owned
-                if as_dict(rs["metadata"].get("labels")).get(POD_TEMPLATE_HASH) == hash_
+                for rs in sorted(owned, key=_created_order)
+                if same_template_ignoring_hash(
+                    as_dict(as_dict(rs.get("spec")).get("template")), template
+                )
             ),
             None,
         )
+        if new is not None:
+            hash_ = str(as_dict(new["metadata"].get("labels")).get(POD_TEMPLATE_HASH, hash_))
         olds = [rs for rs in owned if rs is not new]
         created = False
         if not spec.get("paused"):
@@ -566,6 +575,7 @@ class Controllers:
                 new = self._new_replica_set(deployment, template, hash_, olds, wanted)
                 created = True
             else:
+                self._revise(new, deployment, olds)
                 self._scale(new, wanted)
                 new = self._current(self.replica_sets, new)
             new_status = as_dict(new.get("status")) if new is not None else {}
@@ -653,6 +663,34 @@ class Controllers:
             return None  # a name taken by an object this Deployment does not own
         self._scaled(stored.obj["metadata"], 0, wanted)
         return self._current(self.replica_sets, stored.obj)
+
+    def _revise(self, rs: JSON, deployment: JSON, olds: list[JSON]) -> None:
+        """SetNewReplicaSetAnnotations for a ReplicaSet that is current again (a rollback):
+        the next revision, its former ones kept in ``revision-history``, and the Deployment's
+        ``minReadySeconds``."""
+        annotations = as_dict(rs["metadata"].get("annotations"))
+        revision = max((_revision(old) for old in olds), default=0) + 1
+        body = deep_copy(rs)
+        changed = as_int(as_dict(deployment.get("spec")).get("minReadySeconds")) != as_int(
+            as_dict(rs.get("spec")).get("minReadySeconds")
+        )
+        body["spec"]["minReadySeconds"] = as_int(
+            as_dict(deployment.get("spec")).get("minReadySeconds")
+        )
+        if _revision(rs) < revision:
+            updated = body["metadata"].setdefault("annotations", {})
+            updated[REVISION] = str(revision)
+            former = annotations.get(REVISION)
+            if former is not None:
+                updated[REVISION_HISTORY] = _revision_history(
+                    str(annotations.get(REVISION_HISTORY, "")), str(former)
+                )
+            changed = True
+        if changed:
+            meta = body["metadata"]
+            self.write(
+                self.server._update, self.replica_sets, meta["namespace"], meta["name"], body, None
+            )
 
     def _annotate_revision(self, key: Key, new: JSON | None) -> None:
         if new is None:
@@ -776,6 +814,46 @@ def _max_unavailable(spec: JSON, wanted: int) -> int:
         as_dict(strategy.get("rollingUpdate")).get("maxUnavailable", "25%"), wanted, round_up=False
     )
     return min(value, wanted)
+
+
+def same_template_ignoring_hash(a: JSON, b: JSON) -> bool:
+    """deployment/util EqualIgnoreHash: two pod templates are the same apart from the
+    ``pod-template-hash`` label, as decoded structs compare: a null is an unset field (kubectl's
+    rollback writes the template back with ``creationTimestamp: null``)."""
+    return bool(_unhashed(a) == _unhashed(b))
+
+
+def _unhashed(template: JSON) -> Any:
+    copy = _without_nulls(template)
+    labels = as_dict(as_dict(copy.get("metadata")).get("labels"))
+    labels.pop(POD_TEMPLATE_HASH, None)
+    return copy
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _created_order(obj: JSON) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (str(meta.get("creationTimestamp", "")), str(meta.get("name", "")))
+
+
+def _revision(rs: JSON) -> int:
+    text = str(as_dict(rs["metadata"].get("annotations")).get(REVISION, "0"))
+    return int(text) if text.isdigit() else 0
+
+
+def _revision_history(history: str, former: str) -> str:
+    """``history`` with ``former`` appended, the oldest dropped to stay within the limit."""
+    revisions = [r for r in history.split(",") if r] if history else []
+    while revisions and len(",".join([*revisions, former])) > MAX_REVISION_HISTORY_CHARS:
+        revisions.pop(0)
+    return ",".join([*revisions, former])
 
 
 def _owner_refs(stored: Any) -> list[JSON]:

@@ -355,4 +355,15 @@ MUTANTS = [
         ],
         why="a foreground delete lets the owner go before the dependents that block it",
     ),
+    dict(
+        name="rollback-template-null-differs",
+        path="kubesim/server/workloads.py",
+        old="return {k: _without_nulls(v) for k, v in value.items() if v is not None}",
+        new="return {k: _without_nulls(v) for k, v in value.items()}",
+        tests=[
+            "tests/unit/test_workloads.py::"
+            "test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_kept"
+        ],
+        why="kubectl rollout undo makes a third ReplicaSet instead of reusing the old one",
+    ),
 ]

@@ -223,6 +223,42 @@ def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -
     del rs
 
 
+def test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_kept() -> None:
+    server = APIServer(seed=1, nodes=1, controllers=True)
+    server.create("deployments", deployment(image="nginx:1"), namespace=NS)
+    started(server)
+    (first,) = server.list("replicasets", namespace=NS)
+    roll_out(server, "nginx:2")
+    started(server)
+    assert len(server.list("replicasets", namespace=NS)) == 2
+    # kubectl rollout undo: a JSON patch putting the old template back, as Go prints it
+    # (creationTimestamp: null, the hash label removed).
+    template = first["spec"]["template"]
+    labels = {k: v for k, v in template["metadata"]["labels"].items() if k != POD_TEMPLATE_HASH}
+    undone = {**template, "metadata": {**template["metadata"], "creationTimestamp": None}}
+    undone["metadata"]["labels"] = labels
+    server.patch(
+        "deployments",
+        "web",
+        [{"op": "replace", "path": "/spec/template", "value": undone}],
+        namespace=NS,
+        patch_type="application/json-patch+json",
+    )
+    started(server)
+    replica_sets = {rs["metadata"]["name"]: rs for rs in server.list("replicasets", namespace=NS)}
+    assert len(replica_sets) == 2  # no third ReplicaSet: the first one is current again
+    reused = replica_sets[first["metadata"]["name"]]
+    annotations = reused["metadata"]["annotations"]
+    assert annotations[REVISION] == "3"
+    assert annotations["deployment.kubernetes.io/revision-history"] == "1"
+    assert reused["spec"]["replicas"] == 3
+    (web,) = server.list("deployments", namespace=NS)
+    assert web["metadata"]["annotations"][REVISION] == "3"
+    stopped(server)  # the second ReplicaSet's pods stop and go
+    images = {p["spec"]["containers"][0]["image"] for p in server.list("pods", namespace=NS)}
+    assert images == {"nginx:1"}
+
+
 def test_an_orphaning_delete_leaves_the_dependents_without_the_owner() -> None:
     server = APIServer(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(), namespace=NS)
