@@ -9,6 +9,9 @@ What pkg/controller/daemon does that clients and tests see, without its timing:
   (``not-ready`` and ``unreachable`` ``NoExecute``; disk, memory and PID pressure and
   ``unschedulable`` ``NoSchedule``; ``network-unavailable`` for host-network pods), and the
   labels ``controller-revision-hash`` and ``pod-template-generation``.
+- A node with a ``NoSchedule`` or ``NoExecute`` taint the pod (with those tolerations) does not
+  tolerate gets no pod (NodeShouldRunDaemonPod); a pod already on it stays unless the taint is
+  ``NoExecute``, and counts as misscheduled.
 - A pod on a node that no longer fits, or a second pod on one node, is deleted; a node added
   later gets its pod.
 - A changed template is a new ControllerRevision (:mod:`kubesim.server.revisions`); with the
@@ -30,6 +33,7 @@ from kubesim.server.encoding import deep_copy
 from kubesim.server.kubelet import fits_node
 from kubesim.server.objects import as_dict, as_int, deleting, is_ready, owner_reference
 from kubesim.server.storage import Key
+from kubesim.server.tolerations import untolerated_taint
 
 if TYPE_CHECKING:
     from kubesim.server.workloads import Controllers
@@ -84,7 +88,7 @@ class DaemonSets:
             return
         owner, _, hash_ = target
         template = as_dict(as_dict(owner.get("spec")).get("template"))
-        fitting = self._fitting_nodes(template)
+        fitting, staying = self._fitting_nodes(template)
         by_node: dict[str, list[JSON]] = {}
         for pod in self.controllers.owned(self.pods, key[0], owner):
             if not deleting(pod):
@@ -95,7 +99,7 @@ class DaemonSets:
         for node, pods in sorted(by_node.items()):
             # On a node that no longer fits, every pod goes; on one that fits, all but the
             # oldest (the controller keeps the oldest running one; creation time, then name).
-            surplus = pods if node not in fitting else sorted(pods, key=_age_order)[1:]
+            surplus = pods if node not in staying else sorted(pods, key=_age_order)[1:]
             for pod in surplus:
                 self._delete_pod(owner, pod)
         self._roll(owner, by_node, fitting, hash_)
@@ -103,13 +107,26 @@ class DaemonSets:
         if stored is not None:
             self._write_status(stored.obj, fitting, hash_)
 
-    def _fitting_nodes(self, template: JSON) -> list[str]:
-        probe = {"spec": {"nodeSelector": as_dict(template.get("spec")).get("nodeSelector")}}
-        return [
-            key[1]
-            for key, stored in self.server.storage.items(self.nodes)
-            if not deleting(stored.obj) and fits_node(probe, stored.obj)
-        ]
+    def _fitting_nodes(self, template: JSON) -> tuple[list[str], set[str]]:
+        """The nodes that should run a daemon pod, and those where one may stay running: the
+        template's ``nodeSelector`` fits, and no untolerated taint (any, or ``NoExecute``)."""
+        spec = as_dict(template.get("spec"))
+        probe = {
+            "spec": {
+                "nodeSelector": spec.get("nodeSelector"),
+                "tolerations": _with_daemon_tolerations(spec),
+            }
+        }
+        fitting: list[str] = []
+        staying: set[str] = set()
+        for key, stored in self.server.storage.items(self.nodes):
+            if deleting(stored.obj) or not fits_node(probe, stored.obj):
+                continue
+            if untolerated_taint(probe, stored.obj, ("NoExecute",)) is None:
+                staying.add(key[1])
+                if untolerated_taint(probe, stored.obj) is None:
+                    fitting.append(key[1])
+        return fitting, staying
 
     def _roll(
         self, owner: JSON, by_node: dict[str, list[JSON]], fitting: list[str], hash_: str

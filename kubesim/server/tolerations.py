@@ -78,14 +78,16 @@ def tolerates(toleration: JSON, taint: JSON) -> bool:
     return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def untolerated_taint(pod: JSON, node: JSON) -> JSON | None:
-    """The first ``NoSchedule`` or ``NoExecute`` taint of ``node`` that none of ``pod``'s
-    tolerations tolerates (the scheduler's TaintToleration filter), or None."""
+def untolerated_taint(
+    pod: JSON, node: JSON, effects: tuple[str, ...] = ("NoSchedule", "NoExecute")
+) -> JSON | None:
+    """The first taint of ``node`` with one of ``effects`` that none of ``pod``'s tolerations
+    tolerates (the scheduler's TaintToleration filter), or None."""
     spec = pod.get("spec")
     tolerations = (spec.get("tolerations") if isinstance(spec, dict) else None) or []
     node_spec = node.get("spec")
     for taint in (node_spec.get("taints") if isinstance(node_spec, dict) else None) or []:
-        if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        if not isinstance(taint, dict) or taint.get("effect") not in effects:
             continue
         if not any(tolerates(t, taint) for t in tolerations if isinstance(t, dict)):
             return taint

@@ -227,22 +227,7 @@ class Controllers:
         for resource, key in sorted(
             self._dependents.pop(owner_uid, set()), key=lambda e: (e[0].plural, e[1])
         ):
-            stored = self.server.storage.get(resource, key)
-            if stored is None or deleting(stored.obj):
-                continue
-            refs = [
-                r
-                for r in stored.obj["metadata"].get("ownerReferences") or []
-                if isinstance(r, dict)
-            ]
-            if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
-                continue
-            try:
-                self.server._delete(
-                    resource, key[0] or None, key[1], {}, policy=_collected_policy(stored.obj)
-                )
-            except st.StatusError:
-                continue  # gone meanwhile, or immortal (a namespace): nothing to collect
+            self._delete_dependent(resource, key, owner_uid, foreground=False)
 
     # -- deletion propagation: the orphan and foregroundDeletion finalizers ---------------
     def _queue_finalizing(self, event: Event) -> None:
@@ -285,15 +270,18 @@ class Controllers:
             self._remove_finalizer(resource, key, propagation.ORPHAN_FINALIZER)
         elif propagation.FOREGROUND_FINALIZER in finalizers:
             for dependent_resource, dependent_key in dependents:
-                self._delete_dependent(dependent_resource, dependent_key, uid)
+                self._delete_dependent(dependent_resource, dependent_key, uid, foreground=True)
             if not any(self._blocks(dependent, uid) for dependent in dependents):
                 self._remove_finalizer(resource, key, propagation.FOREGROUND_FINALIZER)
         else:
             self._finalizing.pop(uid, None)
 
-    def _delete_dependent(self, resource: ResourceType, key: Key, owner_uid: str) -> None:
-        """Delete a dependent of an owner deleted in the foreground, unless another owner
-        still holds it: in the foreground when it has dependents of its own."""
+    def _delete_dependent(
+        self, resource: ResourceType, key: Key, owner_uid: str, *, foreground: bool
+    ) -> None:
+        """Delete a dependent of an owner that is gone (or deleted in the ``foreground``),
+        unless another owner it names still exists. In the foreground, one with dependents of
+        its own is deleted in the foreground too (garbagecollector.go attemptToDeleteItem)."""
         stored = self.server.storage.get(resource, key)
         if stored is None or deleting(stored.obj):
             return
@@ -301,17 +289,14 @@ class Controllers:
         if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
             return
         own_uid = str(stored.obj["metadata"].get("uid", ""))
-        policy = propagation.FOREGROUND if self._dependents.get(own_uid) else None
+        if foreground and self._dependents.get(own_uid):
+            policy: str | None = propagation.FOREGROUND
+        else:
+            policy = _collected_policy(stored.obj)
         try:
-            self.server._delete(
-                resource,
-                key[0] or None,
-                key[1],
-                {},
-                policy=policy or _collected_policy(stored.obj),
-            )
+            self.server._delete(resource, key[0] or None, key[1], {}, policy=policy)
         except st.StatusError:
-            return  # gone meanwhile, or immortal
+            return  # gone meanwhile, or immortal (a namespace): nothing to collect
 
     def _blocks(self, dependent: tuple[ResourceType, Key], owner_uid: str) -> bool:
         """The dependent still exists and its reference to the owner blocks its deletion."""

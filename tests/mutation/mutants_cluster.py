@@ -100,8 +100,8 @@ MUTANTS = [
     dict(
         name="daemonset-ignores-the-node-selector",
         path="kubesim/server/daemonsets.py",
-        old="if not deleting(stored.obj) and fits_node(probe, stored.obj)",
-        new="if not deleting(stored.obj)",
+        old="if deleting(stored.obj) or not fits_node(probe, stored.obj):",
+        new="if deleting(stored.obj):",
         tests=[f"{DAEMONSETS}::test_the_node_selector_picks_nodes_and_a_relabel_moves_the_pods"],
         why="a daemon pod runs on every node, whatever the template's nodeSelector",
     ),
@@ -365,5 +365,16 @@ MUTANTS = [
             "test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_kept"
         ],
         why="kubectl rollout undo makes a third ReplicaSet instead of reusing the old one",
+    ),
+    dict(
+        name="daemonset-ignores-no-execute",
+        path="kubesim/server/daemonsets.py",
+        old='if untolerated_taint(probe, stored.obj, ("NoExecute",)) is None:',
+        new="if True:",
+        tests=[
+            "tests/unit/test_daemonsets.py::"
+            "test_untolerated_taints_keep_daemon_pods_off_and_no_execute_ones_evict_them"
+        ],
+        why="a daemon pod stays on a node whose NoExecute taint it does not tolerate",
     ),
 ]

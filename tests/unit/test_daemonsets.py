@@ -145,3 +145,40 @@ def test_a_revision_carries_its_owners_annotations_for_rollout_history() -> None
     api.create("daemonsets", body, namespace=NS)
     (revision,) = api.list("controllerrevisions", namespace=NS)
     assert revision["metadata"]["annotations"] == body["metadata"]["annotations"]
+
+
+def test_untolerated_taints_keep_daemon_pods_off_and_no_execute_ones_evict_them() -> None:
+    api = APIServer(seed=1, nodes=3, controllers=True)
+
+    def taint(node_name: str, effect: str) -> None:
+        node = api.get("nodes", node_name)
+        node["spec"]["taints"] = [{"key": "dedicated", "value": "db", "effect": effect}]
+        api.update("nodes", node)
+
+    taint("node-1", "NoSchedule")
+    api.create("daemonsets", daemonset(), namespace=NS)
+    api.advance(CONTAINER_START_SECONDS)
+    # NodeShouldRunDaemonPod: no pod where an untolerated taint is.
+    assert placed(api) == {"node-0": "Running", "node-2": "Running"}
+    status = api.get("daemonsets", "agent", namespace=NS)["status"]
+    assert status["desiredNumberScheduled"] == 2
+    # A NoSchedule taint added later leaves the running pod (misscheduled); NoExecute evicts.
+    taint("node-2", "NoSchedule")
+    api.advance(CONTAINER_STOP_SECONDS)
+    assert placed(api) == {"node-0": "Running", "node-2": "Running"}
+    status = api.get("daemonsets", "agent", namespace=NS)["status"]
+    assert (status["desiredNumberScheduled"], status["numberMisscheduled"]) == (1, 1)
+    taint("node-2", "NoExecute")
+    api.advance(CONTAINER_STOP_SECONDS)
+    assert placed(api) == {"node-0": "Running"}
+    # A pod that tolerates the taint goes there.
+    tolerant = daemonset("tolerant")
+    tolerant["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": "dedicated", "operator": "Exists"}
+    ]
+    api.create("daemonsets", tolerant, namespace=NS)
+    api.advance(CONTAINER_START_SECONDS)
+    nodes = {
+        p["spec"]["nodeName"] for p in api.list("pods", namespace=NS, label_selector="app=tolerant")
+    }
+    assert nodes == {"node-0", "node-1", "node-2"}
