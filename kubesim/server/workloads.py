@@ -803,23 +803,29 @@ def _max_unavailable(spec: JSON, wanted: int) -> int:
 
 def same_template_ignoring_hash(a: JSON, b: JSON) -> bool:
     """deployment/util EqualIgnoreHash: two pod templates are the same apart from the
-    ``pod-template-hash`` label, as decoded structs compare: a null is an unset field (kubectl's
-    rollback writes the template back with ``creationTimestamp: null``)."""
+    ``pod-template-hash`` label, as decoded Go structs compare, where an unset field is its
+    zero value. kubectl's rollback writes the template back as Go prints it
+    (``creationTimestamp: null``, zero values left out), and kubectl 1.32+ creates it in
+    protobuf, whose zero values kubesim keeps (``stdin: false``)."""
     return bool(_unhashed(a) == _unhashed(b))
 
 
 def _unhashed(template: JSON) -> Any:
-    copy = _without_nulls(template)
+    copy = _without_zeros(template)
     labels = as_dict(as_dict(copy.get("metadata")).get("labels"))
     labels.pop(POD_TEMPLATE_HASH, None)
     return copy
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_zeros(value: Any) -> Any:
+    """``value`` with every null, false, 0, empty string, map and list left out, at any depth
+    (a pointer field set to its zero value compares equal to an unset one: close enough to
+    pick the ReplicaSet a rollback returns to)."""
     if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        kept = {k: _without_zeros(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, False, 0, "", {}, [])}
     if isinstance(value, list):
-        return [_without_nulls(item) for item in value]
+        return [_without_zeros(item) for item in value]
     return value
 
 

@@ -851,6 +851,14 @@ def test_a_deployment_rolls_out_to_ready_pods_and_its_deletion_takes_them_along(
     history = kubectl.ok("rollout", "history", "deployment/web", *n)
     revisions = [line.split()[0] for line in history.splitlines()[1:] if line.strip()]
     assert revisions == ["REVISION", "1", "2"], history
+    # `rollout undo` writes the first template back: its ReplicaSet is current again, as
+    # revision 3, and no third ReplicaSet is made.
+    kubectl.ok("rollout", "undo", "deployment/web", *n)
+    kubectl.ok("rollout", "status", "deployment/web", "--timeout=60s", *n)
+    history = kubectl.ok("rollout", "history", "deployment/web", *n)
+    revisions = [line.split()[0] for line in history.splitlines()[1:] if line.strip()]
+    assert revisions == ["REVISION", "2", "3"], history
+    assert len(kubectl.ok("get", "rs", "-o", "name", *n).split()) == 2
     kubectl.ok("delete", "deployment", "web", *n)
     # The garbage collector deletes the ReplicaSets at once; their pods terminate (marked,
     # stopped by the kubelet half a second later, then deleted), as on a cluster.
@@ -859,6 +867,28 @@ def test_a_deployment_rolls_out_to_ready_pods_and_its_deletion_takes_them_along(
     while (left := kubectl.ok("get", "pods", "-o", "name", *n)) and time.monotonic() < deadline:
         time.sleep(POLL_INTERVAL * 10)
     assert left == ""
+
+
+def test_cascade_orphan_keeps_the_dependents_and_foreground_deletes_them_first(
+    kubectl_on_nodes: Kubectl, cluster: Served
+) -> None:
+    kubectl = kubectl_on_nodes
+    namespace = cluster.api.namespace(f"cascade-{kubectl.tag}")
+    n = ("-n", namespace)
+    kubectl.ok("create", "deployment", "kept", "--image=nginx:1.25", "--replicas=1", *n)
+    kubectl.ok("delete", "deployment", "kept", "--cascade=orphan", *n)
+    assert kubectl.ok("get", "deployments", "-o", "name", *n) == ""
+    (replica_set,) = kubectl.ok("get", "rs", "-o", "name", *n).split()
+    assert replica_set.startswith("replicaset.apps/kept-")
+    owners = kubectl.ok("get", replica_set, "-o", "jsonpath={.metadata.ownerReferences}", *n)
+    assert owners == ""
+    kubectl.ok("create", "deployment", "gone", "--image=nginx:1.25", "--replicas=1", *n)
+    # kubectl waits until the Deployment is gone: in the foreground, that is after its
+    # ReplicaSet and the ReplicaSet's pod (terminated by its kubelet first).
+    kubectl.ok("delete", "deployment", "gone", "--cascade=foreground", "--timeout=60s", *n)
+    assert kubectl.ok("get", "rs", "-o", "name", *n).split() == [replica_set]
+    pods = kubectl.ok("get", "pods", "-o", "name", *n).split()
+    assert [pod for pod in pods if pod.startswith("pod/gone-")] == []
 
 
 def test_an_exposed_deployment_lists_its_ready_pods_as_endpoints(

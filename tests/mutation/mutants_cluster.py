@@ -358,8 +358,8 @@ MUTANTS = [
     dict(
         name="rollback-template-null-differs",
         path="kubesim/server/workloads.py",
-        old="return {k: _without_nulls(v) for k, v in value.items() if v is not None}",
-        new="return {k: _without_nulls(v) for k, v in value.items()}",
+        old="return {k: v for k, v in kept.items() if v not in (None, False, 0, \"\", {}, [])}",
+        new="return kept",
         tests=[
             "tests/unit/test_workloads.py::"
             "test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_kept"
