@@ -119,8 +119,11 @@ class SeededChoices:
         accepted = array("Q", itertools.compress(attempts, raw[7::8].translate(_KEPT)))
         words = array("I")
         words.frombytes(accepted.tobytes())
-        values = words[0::2] if sys.byteorder == "little" else words[1::2]
-        values.byteswap()  # big-endian, as each of a uuid's four words is laid out
+        if sys.byteorder == "little":
+            values = words[0::2]
+            values.byteswap()  # big-endian, as each of a uuid's four words is laid out
+        else:
+            values = words[1::2]
         laid_out = self._uuid_bytes + values.tobytes()
         whole = len(laid_out) - len(laid_out) % 16
         self._uuid_bytes = laid_out[whole:]

@@ -235,7 +235,7 @@ def _validate_pod(pod: JSON) -> list[JSON]:
     causes: list[JSON] = []
     seen: set[str] = set()
     for index, container in enumerate(containers):
-        if type(container) is dict:
+        if isinstance(container, dict):
             # The common case, checked inline: a new name and an image.
             name = container.get("name")
             if type(name) is str and name and container.get("image") and name not in seen:

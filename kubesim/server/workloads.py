@@ -279,14 +279,16 @@ class Controllers:
     def _delete_dependent(
         self, resource: ResourceType, key: Key, owner_uid: str, *, foreground: bool
     ) -> None:
-        """Delete a dependent of an owner that is gone (or deleted in the ``foreground``),
-        unless another owner it names still exists. In the foreground, one with dependents of
-        its own is deleted in the foreground too (garbagecollector.go attemptToDeleteItem)."""
+        """Delete a dependent of an owner that is gone (or deleted in the ``foreground``). One
+        that another existing owner holds stays, without its reference to this owner. In the
+        foreground, one with dependents of its own is deleted in the foreground too
+        (garbagecollector.go attemptToDeleteItem)."""
         stored = self.server.storage.get(resource, key)
         if stored is None or deleting(stored.obj):
             return
         refs = _owner_refs(stored)
         if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):
+            self._drop_owner((resource, key), owner_uid)
             return
         own_uid = str(stored.obj["metadata"].get("uid", ""))
         if foreground and self._dependents.get(own_uid):

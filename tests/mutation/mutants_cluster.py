@@ -356,9 +356,9 @@ MUTANTS = [
         why="a foreground delete lets the owner go before the dependents that block it",
     ),
     dict(
-        name="rollback-template-null-differs",
+        name="rollback-template-zero-values-differ",
         path="kubesim/server/workloads.py",
-        old="return {k: v for k, v in kept.items() if v not in (None, False, 0, \"\", {}, [])}",
+        old='return {k: v for k, v in kept.items() if v not in (None, False, 0, "", {}, [])}',
         new="return kept",
         tests=[
             "tests/unit/test_workloads.py::"
@@ -376,5 +376,15 @@ MUTANTS = [
             "test_untolerated_taints_keep_daemon_pods_off_and_no_execute_ones_evict_them"
         ],
         why="a daemon pod stays on a node whose NoExecute taint it does not tolerate",
+    ),
+    dict(
+        name="collector-leaves-dangling-references",
+        path="kubesim/server/workloads.py",
+        old="            self._drop_owner((resource, key), owner_uid)\n            return",
+        new="            return",
+        tests=[
+            f"{WORKLOADS}::test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains"
+        ],
+        why="an object another owner keeps still names the owner that is gone",
     ),
 ]

@@ -215,8 +215,11 @@ def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -
     server.delete("deployments", "web", namespace=NS)
     assert names(server, "replicasets") == []
     stopped(server)
-    # Both other pods went with their ReplicaSet; the one a ConfigMap also owns stays.
+    # Both other pods went with their ReplicaSet; the one a ConfigMap also owns stays, without
+    # its reference to the ReplicaSet that is gone (the collector's patch).
     assert names(server, "pods") == [pod["metadata"]["name"]]
+    (kept,) = server.list("pods", namespace=NS)
+    assert kept["metadata"]["ownerReferences"] == [second_owner]
     server.delete("configmaps", "keeper", namespace=NS)
     stopped(server)
     assert names(server, "pods") == []
