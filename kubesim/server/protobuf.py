@@ -11,7 +11,11 @@ k8s.io/api and k8s.io/apimachinery by ``tools/gen_protobuf_schema.py``).
 The JSON it produces is what the same object looks like on the JSON wire: field names are the
 JSON names, ``Time`` is RFC 3339, ``Quantity`` and ``IntOrString`` are their string or number,
 ``RawExtension`` is the embedded JSON, ``bytes`` are base64, and unset or empty fields are left
-out (Go's ``omitempty``). Only decoding is needed: responses are JSON (kubectl asks for
+out (Go's ``omitempty``). A number or boolean that Go holds as a value with ``omitempty``
+(``stdin``, ``hostIPC``, a template's ``generation``) is written by Go's protobuf encoder even
+at zero, and left out of the JSON: the table marks those fields ``omitempty`` and their zeros
+are dropped; a pointer field at zero (a Deployment's ``replicas: 0``) is kept. Only decoding is
+needed: responses are JSON (kubectl asks for
 ``application/vnd.kubernetes.protobuf,application/json``).
 """
 
@@ -109,6 +113,8 @@ def _message(data: memoryview, message: str) -> dict[str, Any]:
                 out.setdefault(name, []).append(_value(wire, value, kind))
         else:
             out[name] = _value(wire, value, kind)
+            if label == "omitempty" and out[name] in (0, False):
+                del out[name]  # a Go value field at zero: on the protobuf wire, not in JSON
     return {k: v for k, v in out.items() if not _omitted(v)}
 
 

@@ -41,4 +41,15 @@ MUTANTS = [
         ],
         "why": "a forged or foreign bearer token gets in, with or without --token",
     },
+    dict(
+        name="protobuf-keeps-go-zero-values",
+        path="kubesim/server/protobuf.py",
+        old='if label == "omitempty" and out[name] in (0, False):',
+        new="if False:",
+        tests=[
+            "tests/unit/test_protobuf.py::test_zero_values_go_leaves_out_of_json_are_dropped_and"
+            "_pointers_at_zero_kept"
+        ],
+        why="kubectl 1.32+ creates store stdin: false, which a cluster leaves out",
+    ),
 ]

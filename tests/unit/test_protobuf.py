@@ -145,3 +145,32 @@ def test_the_server_stores_a_protobuf_create_and_refuses_what_it_cannot_read() -
     assert refused["reason"] == "UnsupportedMediaType"
     assert "protobuf" not in refused["message"]
     assert server.list("configmaps", namespace="default")[-1]["metadata"]["name"] == "settings"
+
+
+def test_zero_values_go_leaves_out_of_json_are_dropped_and_pointers_at_zero_kept() -> None:
+    # Go's protobuf encoder writes value fields even at zero: stdin (16), tty (18) and the
+    # template's generation (7) are `omitempty` values, left out of the JSON the apiserver
+    # writes; replicas (1) is a pointer, and containerPort (3) has no omitempty: both kept.
+    port = field(3, 0) + field(4, "TCP")
+    container = field(1, "app") + field(2, "nginx") + field(6, port) + field(16, 0) + field(18, 0)
+    template = field(1, field(7, 0) + field(11, entry("app", "web"))) + field(
+        2, field(2, container)
+    )
+    spec = field(1, 0) + field(2, field(1, entry("app", "web"))) + field(3, template)
+    obj = protobuf.decode_object(
+        envelope("apps/v1", "Deployment", field(1, field(1, "web")) + field(2, spec))
+    )
+    assert obj["spec"]["replicas"] == 0
+    assert obj["spec"]["template"]["metadata"] == {"labels": {"app": "web"}}
+    (decoded,) = obj["spec"]["template"]["spec"]["containers"]
+    assert decoded == {
+        "name": "app",
+        "image": "nginx",
+        "ports": [{"containerPort": 0, "protocol": "TCP"}],
+    }
+    # A true boolean is kept.
+    container = field(1, "app") + field(2, "nginx") + field(16, 1)
+    pod = protobuf.decode_object(
+        envelope("v1", "Pod", field(1, field(1, "p")) + field(2, field(2, container)))
+    )
+    assert pod["spec"]["containers"][0]["stdin"] is True
