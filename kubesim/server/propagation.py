@@ -68,28 +68,21 @@ def finalizers_after_delete(
 ) -> list[str]:
     """The object's finalizers once a DELETE with ``policy`` is through: the ``orphan`` and
     ``foregroundDeletion`` ones decided anew, the others kept in their order."""
-    orphan, foreground = _orphans(resource, finalizers, policy), _foreground(finalizers, policy)
+    decided = policy or _named_by_finalizers(finalizers)
+    if decided is None:  # the kind's default: orphan, or in the background
+        orphan = (resource.group, resource.version, resource.kind) in _ORPHANED_BY_DEFAULT
+    else:
+        orphan = decided == ORPHAN
+    foreground = decided == FOREGROUND
     kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
     return kept + [ORPHAN_FINALIZER] * orphan + [FOREGROUND_FINALIZER] * foreground
 
 
-def _orphans(resource: ResourceType, finalizers: list[str], policy: str | None) -> bool:
-    if policy is not None:
-        return policy == ORPHAN
+def _named_by_finalizers(finalizers: list[str]) -> str | None:
+    """The policy a propagation finalizer already on the object names (the first found)."""
     for finalizer in finalizers:
         if finalizer == ORPHAN_FINALIZER:
-            return True
+            return ORPHAN
         if finalizer == FOREGROUND_FINALIZER:
-            return False
-    return (resource.group, resource.version, resource.kind) in _ORPHANED_BY_DEFAULT
-
-
-def _foreground(finalizers: list[str], policy: str | None) -> bool:
-    if policy is not None:
-        return policy == FOREGROUND
-    for finalizer in finalizers:
-        if finalizer == FOREGROUND_FINALIZER:
-            return True
-        if finalizer == ORPHAN_FINALIZER:
-            return False
-    return False
+            return FOREGROUND
+    return None
