@@ -10,7 +10,8 @@ components do:
   ``default`` (ClusterIP 10.96.0.1, port 443 to the API server's 6443), its Endpoints and
   EndpointSlice, the PriorityClasses ``system-node-critical`` and ``system-cluster-critical``,
   healthy ComponentStatuses for the scheduler, the controller manager and etcd, and the RBAC
-  roles clients count on (``cluster-admin`` and its binding: :mod:`kubesim.server.rbac`).
+  bootstrap policy (``cluster-admin``, ``admin``, ``edit``, ``view``, the ``system:*`` roles
+  and their bindings: :mod:`kubesim.server.rbac`).
 - **With nodes and controllers** (the ``kube-system`` workloads; ``kubesim serve
   --no-system-pods`` leaves them out): the first node is the control plane
   (``node-role.kubernetes.io/control-plane``) and its kubelet runs the static pods of etcd,

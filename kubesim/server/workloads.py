@@ -26,6 +26,9 @@ and go. kubesim plays the three controllers, without the timing of the real ones
   (:mod:`kubesim.server.endpoints`).
 - **The disruption controller** keeps each PodDisruptionBudget's status
   (:mod:`kubesim.server.disruption`), which the eviction subresource reads.
+- **The ClusterRole aggregation controller** gives ``admin``, ``edit``, ``view`` and any other
+  role with an ``aggregationRule`` the rules of the roles it selects
+  (:mod:`kubesim.server.role_aggregation`).
 - **The garbage collector** (pkg/controller/garbagecollector) deletes, in the background, every
   object whose owners are all gone, for any kind. An owner deleted with ``propagationPolicy:
   Orphan`` keeps its ``orphan`` finalizer until the collector has removed it from its
@@ -59,6 +62,7 @@ from kubesim.server.objects import (
     owner_reference,
     pod_template_hash,
 )
+from kubesim.server.role_aggregation import ClusterRoleAggregation
 from kubesim.server.statefulsets import StatefulSets
 from kubesim.server.storage import DELETED, Event, Key
 
@@ -96,6 +100,7 @@ class Controllers:
         self.stateful_sets = StatefulSets(self)
         self.daemon_sets = DaemonSets(self)
         self.disruption = DisruptionController(self)
+        self.role_aggregation = ClusterRoleAggregation(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -139,6 +144,9 @@ class Controllers:
             self._queue[("budget", event.key)] = None
         elif event.resource is self.services:
             self._queue[("service", event.key)] = None
+        elif event.resource is self.role_aggregation.roles:
+            for key in self.role_aggregation.aggregating():
+                self._queue[("clusterrole", key)] = None
         if event.type == DELETED:
             self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
         self._queue_finalizing(event)
@@ -163,6 +171,8 @@ class Controllers:
                         endpoints.sync_service(self.server, self.write, key)
                     elif kind == "budget":
                         self.disruption.sync(key)
+                    elif kind == "clusterrole":
+                        self.role_aggregation.sync(key)
                     elif kind == "finalize":
                         self._finalize(key[1])
                     else:

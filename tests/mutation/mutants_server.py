@@ -179,4 +179,47 @@ MUTANTS = [
         ],
         why="the same object sent with its metadata in another order is stored as other bytes",
     ),
+    dict(
+        name="aggregation-repeats-rules",
+        path="kubesim/server/role_aggregation.py",
+        old="                    if rule not in rules:\n",
+        new="                    if True:\n",
+        tests=[
+            "tests/unit/test_rbac.py::test_a_custom_aggregation_follows_its_selectors_in_order"
+            "_each_rule_once"
+        ],
+        why="a rule two selected roles share is written twice into the aggregated role",
+    ),
+    dict(
+        name="aggregation-gathers-its-own-rules",
+        path="kubesim/server/role_aggregation.py",
+        old='if source["metadata"]["name"] == name:',
+        new="if False:",
+        tests=[
+            "tests/unit/test_rbac.py::test_a_custom_aggregation_follows_its_selectors_in_order"
+            "_each_rule_once"
+        ],
+        why="an aggregated role labelled like what it selects keeps its own stale rules",
+    ),
+    dict(
+        name="aggregation-of-nothing-clears-rules",
+        path="kubesim/server/role_aggregation.py",
+        old='if not rules or rules == role.get("rules"):',
+        new='if rules == role.get("rules"):',
+        tests=[
+            "tests/unit/test_rbac.py::test_an_aggregation_that_selects_no_rules_leaves_the_roles_own"
+        ],
+        why="a role whose selectors pick nothing loses the rules it was created with",
+    ),
+    dict(
+        name="aggregation-not-requeued-by-other-roles",
+        path="kubesim/server/workloads.py",
+        old="            for key in self.role_aggregation.aggregating():\n",
+        new='            for key in [event.key] if event.new.obj.get("aggregationRule") else []:\n',
+        tests=[
+            "tests/unit/test_rbac.py::test_an_operators_role_labelled_for_view_reaches_view_edit"
+            "_and_admin_and_leaves_them"
+        ],
+        why="a role labelled aggregate-to-view no longer reaches view until view itself is written",
+    ),
 ]
