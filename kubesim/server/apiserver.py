@@ -27,6 +27,7 @@ from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, unif
 from kubesim.server import control_plane as control_plane_objects
 from kubesim.server import (
     conversion,
+    crd_schema,
     crds,
     defaults,
     events,
@@ -480,6 +481,8 @@ class APIServer:
 
     def _invalid_if(self, resource: ResourceType, obj: JSON) -> None:
         causes = validate_object(resource, obj)
+        if resource.openapi_schema is not None:
+            causes += crd_schema.validate(obj, dict(resource.openapi_schema))
         if causes:
             name = obj.get("metadata", {}).get("name") or ""
             raise st.invalid(resource.kind, resource.group, str(name), causes)
@@ -509,8 +512,11 @@ class APIServer:
         # No deep copy of the body: its top level and metadata are copied here, every nested
         # value is read, never written (pods' defaults copy what they change), and the commit
         # keeps only the encoding. Kinds whose defaults write in place get a private copy.
-        private = on_create is not None or (
-            on_write is not None and kind not in defaults.COPY_ON_WRITE
+        schema = resource.openapi_schema
+        private = (
+            on_create is not None
+            or (on_write is not None and kind not in defaults.COPY_ON_WRITE)
+            or schema is not None  # a custom resource is pruned and defaulted in place
         )
         body = self._check_body(resource, deep_copy(obj) if private else obj, namespace)
         meta: JSON = dict(body.get("metadata") or {})
@@ -521,6 +527,8 @@ class APIServer:
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
         obj["metadata"] = meta
+        if schema is not None:
+            crd_schema.coerce(obj, dict(schema))  # as the request is decoded
         if resource.namespaced:
             if namespace is None:
                 namespace = meta.get("namespace") or None
@@ -749,6 +757,11 @@ class APIServer:
             obj = narrow_subresources.prepare_for_update(narrow, old, obj, self.clock.timestamp())
         elif "status" in old and resource.status_subresource:
             obj["status"] = old["status"]
+        if resource.openapi_schema is not None:
+            # Pruned and defaulted as the request is decoded; as a copy, since the object may
+            # share values (its status, a status write's spec) with the stored one.
+            obj = deep_copy(obj)
+            crd_schema.coerce(obj, dict(resource.openapi_schema))
         meta = obj["metadata"]  # a subresource's write starts from the stored metadata
         kind = (resource.group, resource.kind)
         on_write = defaults.ON_WRITE.get(kind)

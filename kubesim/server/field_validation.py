@@ -15,8 +15,10 @@ what happens to it:
 Any other value is 422 on the request's options, as apimachinery's ValidateFieldValidation has it.
 
 The fields a kind has come from the official client's models (the schemas OpenAPI serves, see
-:mod:`kubesim.server.openapi`). Custom resources and kinds without a model are not checked; nor
-are patch bodies (the real server checks the patched object). Requests are checked where they
+:mod:`kubesim.server.openapi`); a custom resource's from its CRD's schema, by the pruning of
+:mod:`kubesim.server.crd_schema` (``metadata`` included: ``unknown field "metadata.foo"``).
+Kinds without a model are not checked; nor are patch bodies (the real server checks the
+patched object). Requests are checked where they
 enter the routes (HTTP and the in-process client transports alike); ``APIServer``'s Python
 methods take what they are given.
 """
@@ -26,7 +28,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from kubesim.server import crd_schema
 from kubesim.server import status as st
+from kubesim.server.encoding import deep_copy
 from kubesim.server.resources import ResourceType
 
 JSON = dict[str, Any]
@@ -47,13 +51,21 @@ def directive(value: str | None, options_kind: str) -> str:
 def check(resource: ResourceType, body: Any, mode: str) -> tuple[Any, list[str]]:
     """Apply ``mode`` to ``body``: the body to store (unknown fields dropped unless Strict
     refused it) and the ``Warning`` header values to answer with."""
-    schemas = kind_schema(resource)
-    if schemas is None or not isinstance(body, dict):
+    if not isinstance(body, dict):
         return body, []
     unknown: list[str] = []
-    pruned = _walk(body, schemas[1], schemas[0], "", unknown)
+    if resource.openapi_schema is not None:
+        # A custom resource: pruned by the schema of the version the request names, which
+        # also applies that version's defaults (kubesim.server.crd_schema).
+        pruned = deep_copy(body)
+        unknown = crd_schema.coerce(pruned, dict(resource.openapi_schema))
+    else:
+        schemas = kind_schema(resource)
+        if schemas is None:
+            return body, []
+        pruned = _walk(body, schemas[1], schemas[0], "", unknown)
     if not unknown:
-        return body, []
+        return (pruned if resource.openapi_schema is not None else body), []
     if mode == STRICT:
         fields = ", ".join(f'unknown field "{path}"' for path in unknown)
         kind, version = resource.kind, resource.api_version
@@ -69,7 +81,7 @@ def check(resource: ResourceType, body: Any, mode: str) -> tuple[Any, list[str]]
 def kind_schema(resource: ResourceType) -> tuple[JSON, JSON] | None:
     """(every schema by name, the kind's own schema), or None when the kind is not checked."""
     if resource.openapi_schema is not None:
-        return None  # a custom resource: its CRD decides (pruning is not modelled)
+        return None  # a custom resource: its CRD's schema decides (see check)
     from kubesim.server.openapi import kind_schemas
 
     found = kind_schemas(resource)

@@ -9,6 +9,8 @@ message spells a value the same way.
 from __future__ import annotations
 
 import json
+import math
+from decimal import Decimal
 from typing import Any, Final
 
 
@@ -57,6 +59,23 @@ def go_value(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     return str(value)
+
+
+def go_syntax(value: Any) -> str:
+    """``fmt.Sprintf("%#v", value)`` for decoded JSON (Go syntax), as a field error prints a
+    bad value that is a list or a map."""
+    if isinstance(value, dict):
+        inner = ", ".join(f"{go_quote(str(k))}:{go_syntax(value[k])}" for k in sorted(value))
+        return "map[string]interface {}{" + inner + "}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(go_syntax(item) for item in value) + "}"
+    if isinstance(value, str):
+        return go_quote(value)
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, float):
+        return go_float(value)
+    return go_value(value)
 
 
 _GO_ESCAPES: Final = {
@@ -109,4 +128,30 @@ def go_json(value: Any) -> str:
     return text
 
 
-__all__ = ["go_json", "go_quote", "go_type", "go_value", "json_kind"]
+def go_float(value: float) -> str:
+    """``fmt.Sprintf("%v", float64(value))``: the shortest digits, in exponent form from 1e+06
+    and below 1e-04, as Go prints the schema's limits."""
+    if isinstance(value, int):
+        value = float(value)
+    if value == 0:
+        return "0"
+    if math.isinf(value) or math.isnan(value):
+        return {math.inf: "+Inf", -math.inf: "-Inf"}.get(value, "NaN")
+    _, digits, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    text = "".join(str(d) for d in digits)
+    assert isinstance(exponent, int)
+    decimal_exponent = len(text) - 1 + exponent
+    prefix = "-" if value < 0 else ""
+    if decimal_exponent < -4 or decimal_exponent >= 6:
+        mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+        mark = "+" if decimal_exponent >= 0 else "-"
+        return f"{prefix}{mantissa}e{mark}{abs(decimal_exponent):02d}"
+    if exponent >= 0:
+        return prefix + text + "0" * exponent
+    point = len(text) + exponent
+    if point > 0:
+        return f"{prefix}{text[:point]}.{text[point:]}"
+    return f"{prefix}0.{'0' * -point}{text}"
+
+
+__all__ = ["go_float", "go_json", "go_quote", "go_syntax", "go_type", "go_value", "json_kind"]

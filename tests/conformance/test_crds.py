@@ -216,3 +216,64 @@ def test_deprecated_built_in_versions_warn(api: Endpoint, ns: str) -> None:
     assert api.get("/api/v1/componentstatuses").headers["warning"] == (
         '299 - "v1 ComponentStatus is deprecated in v1.19+"'
     )
+
+
+def schema_crd() -> dict[str, Any]:
+    body = crd()
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "string", "enum": ["small", "large"]},
+                    "replicas": {"type": "integer", "minimum": 1, "default": 1},
+                },
+            }
+        },
+    }
+    return body
+
+
+def test_a_custom_resource_is_pruned_defaulted_and_validated_by_its_schema(
+    api: Endpoint, ns: str
+) -> None:
+    api.ok("POST", CRDS, schema_crd(), expect=201)
+    widgets = f"/apis/example.com/v1/namespaces/{ns}/widgets"
+
+    def body(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        meta = {"name": name, "unknownMeta": 1}
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta, "spec": spec}
+
+    try:
+        # Warn (the default): stored without the unknown fields, each named in a Warning.
+        reply = api.request("POST", widgets, body("w", {"size": "small", "color": "red"}))
+        assert reply.status == 201, reply
+        assert reply.json()["spec"] == {"size": "small", "replicas": 1}
+        assert "unknownMeta" not in reply.json()["metadata"]
+        assert reply.headers["warning"] == (
+            '299 - "unknown field \\"metadata.unknownMeta\\"", '
+            '299 - "unknown field \\"spec.color\\""'
+        )
+        # Strict: refused, as the decoder refuses it.
+        strict = api.request(
+            "POST", widgets + query(fieldValidation="Strict"), body("s", {"size": "small", "x": 1})
+        )
+        assert strict.status == 400, strict
+        assert strict.json()["message"] == (
+            'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+            'unknown field "metadata.unknownMeta", unknown field "spec.x"'
+        )
+        # Invalid: 422 with the schema's causes.
+        invalid = api.request("POST", widgets, body("i", {"replicas": 0}))
+        assert invalid.status == 422, invalid
+        status = invalid.json()
+        assert status["reason"] == "Invalid"
+        assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [
+            ("spec.replicas", "FieldValueInvalid"),
+            ("spec.size", "FieldValueRequired"),
+        ]
+        assert [i["metadata"]["name"] for i in api.ok("GET", widgets)["items"]] == ["w"]
+    finally:
+        api.request("DELETE", f"{CRDS}/widgets.example.com")

@@ -544,6 +544,71 @@ def test_apply_with_default_validation_registers_a_crd_and_applies_its_objects(
     assert "deleted" in kubectl.ok("delete", "-f", str(tmp_path / "crd.json"))
 
 
+def test_a_custom_resource_is_held_to_its_crds_schema(kubectl: Kubectl, tmp_path: Path) -> None:
+    group = f"s{kubectl.tag}.example.com"
+    spec_schema = {
+        "type": "object",
+        "required": ["size"],
+        "properties": {
+            "size": {"type": "string", "enum": ["small", "large"]},
+            "replicas": {"type": "integer", "minimum": 1, "default": 1},
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}
+                    },
+                }
+            ],
+        },
+    }
+
+    def manifest(name: str, spec: dict[str, Any]) -> str:
+        path = tmp_path / f"{name}.json"
+        body = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": name}}
+        path.write_text(json.dumps({**body, "spec": spec}))
+        return str(path)
+
+    (tmp_path / "crd.json").write_text(json.dumps(crd))
+    kubectl.ok("apply", "-f", str(tmp_path / "crd.json"))
+    try:
+        # An unknown field: refused under kubectl's default validation, as by a cluster.
+        typo = kubectl.run("apply", "-f", manifest("typo", {"size": "small", "color": "red"}))
+        assert typo.returncode == 1, typo
+        assert (
+            'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+            'unknown field "spec.color"'
+        ) in typo.stderr
+        # A value the schema refuses: 422 with each cause.
+        bad = kubectl.run("apply", "-f", manifest("bad", {"size": "huge", "replicas": 0}))
+        assert bad.returncode == 1, bad
+        assert (
+            "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or "
+            "equal to 1"
+        ) in bad.stderr
+        assert 'spec.size: Unsupported value: "huge": supported values: "small", "large"' in (
+            bad.stderr
+        )
+        # A good one is stored with its schema's defaults.
+        kubectl.ok("apply", "--server-side", "-f", manifest("good", {"size": "large"}))
+        got = kubectl.ok("get", f"widgets.{group}", "good", "-o", "jsonpath={.spec}")
+        assert json.loads(got) == {"replicas": 1, "size": "large"}
+    finally:
+        kubectl.ok("delete", "-f", str(tmp_path / "crd.json"))
+
+
 def test_unknown_fields_fail_apply_with_default_validation_and_warn_with_validate_warn(
     kubectl: Kubectl, api: Api, tmp_path: Path
 ) -> None:

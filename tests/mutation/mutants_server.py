@@ -222,4 +222,47 @@ MUTANTS = [
         ],
         why="a role labelled aggregate-to-view no longer reaches view until view itself is written",
     ),
+    dict(
+        name="crd-prune-keeps-unknown-fields",
+        path="kubesim/server/crd_schema.py",
+        old="            elif not preserve:\n",
+        new="            elif False:\n",
+        tests=[
+            "tests/unit/test_crd_schema.py::test_pruning_drops_what_the_schema_does_not_declare"
+            "_and_names_each_path",
+            "tests/conformance/test_crds.py::test_a_custom_resource_is_pruned_defaulted_and"
+            "_validated_by_its_schema",
+        ],
+        why="a field a CRD's schema does not declare is stored instead of pruned",
+    ),
+    dict(
+        name="crd-defaults-not-applied",
+        path="kubesim/server/crd_schema.py",
+        old='                value[key] = copy.deepcopy(prop["default"])\n',
+        new="                pass\n",
+        tests=[
+            "tests/unit/test_crd_schema.py::test_defaults_fill_what_is_absent_and_leave_what"
+            "_was_sent"
+        ],
+        why="an absent property with a schema default stays absent",
+    ),
+    dict(
+        name="crd-type-not-checked",
+        path="kubesim/server/crd_schema.py",
+        old="    if types and not _type_fits(value, types):\n",
+        new="    if False:\n",
+        tests=["tests/unit/test_crd_schema.py::test_each_failure_reads_as_the_api_servers"],
+        why="a string where the schema says integer is stored",
+    ),
+    dict(
+        name="crd-schema-not-enforced-by-the-server",
+        path="kubesim/server/apiserver.py",
+        old="            causes += crd_schema.validate(obj, dict(resource.openapi_schema))\n",
+        new="            pass\n",
+        tests=[
+            "tests/unit/test_crd_schema.py::test_the_server_refuses_an_invalid_custom_resource"
+            "_with_the_causes"
+        ],
+        why="the server stores a custom resource its CRD's schema refuses",
+    ),
 ]
