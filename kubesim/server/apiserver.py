@@ -51,7 +51,7 @@ from kubesim.server.encoding import canonical_metadata, canonical_object, deep_c
 from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
 from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
-from kubesim.server.resources import ResourceType, builtin_resources
+from kubesim.server.resources import ResourceType, builtin_resources, generation_changed
 from kubesim.server.scale import apply_scale, scale_of
 from kubesim.server.selectors import FieldSelector, LabelSelector
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
@@ -773,9 +773,7 @@ class APIServer:
             pod_spec_defaults.apply(kind, obj)
         if self._default_tolerations and kind == ("", "Pod") and subresource is None:
             tolerations.admit_pod(obj)  # admission runs on updates too
-        if resource.generation_fields and any(
-            old.get(f) != obj.get(f) for f in resource.generation_fields
-        ):
+        if resource.generation_fields and generation_changed(resource, old, obj):
             meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         self._invalid_if(resource, obj)
         if kind == ("", "Service") and subresource is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from kubesim.server.resources import ResourceType
+from kubesim.server.resources import EVERY_FIELD, ResourceType
 from kubesim.server.storage import ADDED, DELETED, Event
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def served_resources(crd: JSON) -> list[ResourceType]:
         categories=tuple(names.get("categories") or ()),
         return_deleted_object=True,
         list_items_have_type=True,
-        generation_fields=("spec",),
+        generation_fields=EVERY_FIELD,
         **_per_version(str(group), str(kind), storage),
     )
     views = [

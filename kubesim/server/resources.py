@@ -96,6 +96,23 @@ _GENERATED_FIELDS = {("", "events"): _EVENT_FIELDS}
 _POD_FIELD_ALIASES = {"spec.host": "spec.nodeName"}
 
 
+# generation_fields of custom resources (customResourceStrategy.PrepareForUpdate): a change to
+# any top-level field but metadata, and status when it is a subresource, bumps generation.
+EVERY_FIELD = ("*",)
+
+
+def generation_changed(
+    resource: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]
+) -> bool:
+    """An update from ``old`` to ``new`` bumps ``metadata.generation``."""
+    fields = resource.generation_fields
+    if fields != EVERY_FIELD:
+        return any(old.get(f) != new.get(f) for f in fields)
+    ignored = {"metadata", "status"} if resource.status_subresource else {"metadata"}
+    keys = (set(old) | set(new)) - ignored
+    return any(old.get(k) != new.get(k) for k in keys)
+
+
 @dataclass(frozen=True, eq=False)
 class ResourceType:
     """One REST resource, e.g. ``pods`` in core/v1 or ``deployments`` in apps/v1.
@@ -118,7 +135,8 @@ class ResourceType:
     return_deleted_object: bool = False
     # Custom resources: list items keep kind/apiVersion (they are unstructured objects).
     list_items_have_type: bool = False
-    # Fields whose change bumps metadata.generation ("spec" for most kinds).
+    # Fields whose change bumps metadata.generation ("spec" for most kinds; EVERY_FIELD for
+    # custom resources).
     generation_fields: tuple[str, ...] = ("spec",)
     categories: tuple[str, ...] = ()
     # A /status subresource: main-resource updates keep status, /status updates only status.

@@ -393,3 +393,38 @@ def test_the_server_refuses_an_invalid_custom_resource_with_the_causes(server: A
             "widgets", "w", {"status": {"ready": "yes"}}, namespace="default", subresource="status"
         )
     assert refused.value.status["details"]["causes"][0]["field"] == "status.ready"
+
+
+@pytest.mark.parametrize("status_subresource", [True, False])
+def test_any_change_but_metadata_bumps_a_custom_resources_generation(
+    status_subresource: bool,
+) -> None:
+    server = APIServer()
+    definition = crd({"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    if not status_subresource:
+        del definition["spec"]["versions"][0]["subresources"]
+    server.create("customresourcedefinitions", definition)
+    server.create("widgets", {"metadata": {"name": "w"}, "data": {"a": "1"}}, namespace="default")
+
+    def write(change: dict[str, Any]) -> int:
+        obj = server.get("widgets", "w", namespace="default")
+        obj.update(change)
+        generation: int = server.update("widgets", obj, namespace="default")["metadata"][
+            "generation"
+        ]
+        return generation
+
+    assert write({"data": {"a": "2"}}) == 2  # a top-level field other than spec
+    assert (
+        write(
+            {
+                "metadata": {
+                    **server.get("widgets", "w", namespace="default")["metadata"],
+                    "labels": {"x": "y"},
+                }
+            }
+        )
+        == 2
+    )
+    # status: ignored on the main resource with the subresource; content without it.
+    assert write({"status": {"ready": True}}) == (2 if status_subresource else 3)
