@@ -84,6 +84,16 @@ def job_defaults(obj: JSON) -> None:
     spec.setdefault("suspend", False)
     if spec.get("podFailurePolicy") is None:
         spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    _labels_from_template(obj)
+
+
+def _labels_from_template(obj: JSON) -> None:
+    """SetDefaults_Job: a Job without labels of its own takes its pod template's."""
+    template = _mapping(obj, "spec").get("template")
+    labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) else None
+    metadata = _mapping(obj, "metadata")
+    if isinstance(labels, dict) and not metadata.get("labels"):
+        metadata["labels"] = dict(labels)
 
 
 def replicas_defaults(obj: JSON) -> None:
@@ -216,6 +226,38 @@ def service(obj: JSON, addresses: Iterator[str]) -> None:
     obj["status"] = {"loadBalancer": {}}  # status is the server's, whatever was sent
 
 
+# The labels a Job's generated selector and its pods carry (pkg/apis/batch types.go).
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def job(obj: JSON, _: Iterator[str]) -> None:
+    """The Job strategy's PrepareForCreate: status empty and, unless ``manualSelector``, the
+    generated selector (``generateSelector``): the template labelled with the Job's name and
+    uid (legacy and ``batch.kubernetes.io/`` keys, where the client set none), the selector
+    matching the uid. A Job without labels then shows its template's, as a read does once the
+    defaults run on the stored object."""
+    obj["status"] = {}
+    spec = _mapping(obj, "spec")
+    meta = obj["metadata"]
+    if spec.get("manualSelector") is True:
+        return
+    template = spec["template"] = dict(_mapping(spec, "template"))
+    template_meta = template["metadata"] = dict(_mapping(template, "metadata"))
+    labels = template_meta["labels"] = dict(_mapping(template_meta, "labels"))
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, meta["name"])
+    for key in CONTROLLER_UID_LABELS:
+        labels.setdefault(key, meta["uid"])
+    template_meta["labels"] = labels = dict(sorted(labels.items()))  # a Go map's order
+    selector = spec["selector"] = dict(_mapping(spec, "selector"))
+    match = dict(_mapping(selector, "matchLabels"))
+    match.setdefault(CONTROLLER_UID_LABELS[1], meta["uid"])
+    selector["matchLabels"] = dict(sorted(match.items()))
+    if not meta.get("labels"):
+        meta["labels"] = dict(labels)
+
+
 def _status(initial: JSON) -> Callable[[JSON, Iterator[str]], None]:
     """A registry strategy's PrepareForCreate that leaves status as ``initial``."""
 
@@ -231,7 +273,7 @@ def _status(initial: JSON) -> Callable[[JSON, Iterator[str]], None]:
 ON_CREATE: dict[tuple[str, str], Callable[[JSON, Iterator[str]], None]] = {
     ("", "Service"): service,
     ("apps", "Deployment"): _status({}),
-    ("batch", "Job"): _status({}),
+    ("batch", "Job"): job,
     ("apps", "ReplicaSet"): _status({"replicas": 0}),
     ("apps", "StatefulSet"): _status({"replicas": 0, "availableReplicas": 0}),
     ("apps", "DaemonSet"): _status(

@@ -22,6 +22,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
   waited for (a ready pod is available).
 - **The StatefulSet and DaemonSet controllers** (:mod:`kubesim.server.statefulsets`,
   :mod:`kubesim.server.daemonsets`), with their ControllerRevisions.
+- **The Job controller** runs a Job's pods, counts them and finishes the Job
+  (:mod:`kubesim.server.jobs`).
 - **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
   (:mod:`kubesim.server.endpoints`).
 - **The disruption controller** keeps each PodDisruptionBudget's status
@@ -53,6 +55,7 @@ from kubesim.server import status as st
 from kubesim.server.daemonsets import DaemonSets
 from kubesim.server.disruption import DisruptionController
 from kubesim.server.encoding import deep_copy
+from kubesim.server.jobs import Jobs
 from kubesim.server.objects import (
     as_dict,
     as_int,
@@ -101,6 +104,7 @@ class Controllers:
         self.daemon_sets = DaemonSets(self)
         self.disruption = DisruptionController(self)
         self.role_aggregation = ClusterRoleAggregation(self)
+        self.jobs = Jobs(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -123,6 +127,8 @@ class Controllers:
             self._queue[("statefulset", event.key)] = None
         elif event.resource is self.daemon_sets.sets:
             self._queue[("daemonset", event.key)] = None
+        elif event.resource is self.jobs.jobs:
+            self._queue[("job", event.key)] = None
         elif event.resource is self.nodes:
             # A node added, relabelled or removed: every DaemonSet may want a pod more or less.
             for key, _ in self.server.storage.items(self.daemon_sets.sets):
@@ -131,6 +137,7 @@ class Controllers:
             self._queue_controller(event.key[0], obj, "ReplicaSet", "replicaset")
             self._queue_controller(event.key[0], obj, "StatefulSet", "statefulset")
             self._queue_controller(event.key[0], obj, "DaemonSet", "daemonset")
+            self._queue_controller(event.key[0], obj, "Job", "job")
             # The Deployment controller watches pods too: a Recreate rollout waits for the
             # old pods to be gone.
             owner = controller_of(obj)
@@ -167,6 +174,8 @@ class Controllers:
                         self.stateful_sets.sync(key)
                     elif kind == "daemonset":
                         self.daemon_sets.sync(key)
+                    elif kind == "job":
+                        self.jobs.sync(key)
                     elif kind == "service":
                         endpoints.sync_service(self.server, self.write, key)
                     elif kind == "budget":

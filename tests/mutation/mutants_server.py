@@ -265,4 +265,34 @@ MUTANTS = [
         ],
         why="the server stores a custom resource its CRD's schema refuses",
     ),
+    dict(
+        name="job-backoff-limit-ignored",
+        path="kubesim/server/jobs.py",
+        old="        if not suspended and not done and len(failed) > backoff_limit:\n",
+        new="        if False:\n",
+        tests=["tests/unit/test_jobs.py::test_a_job_whose_pods_fail_past_its_backoff_limit_fails"],
+        why="a Job whose pods keep failing makes pods for ever instead of failing",
+    ),
+    dict(
+        name="job-suspend-keeps-pods",
+        path="kubesim/server/jobs.py",
+        old="        if suspended:\n            for pod in active:\n",
+        new="        if suspended:\n            for pod in []:\n",
+        tests=[
+            "tests/unit/test_jobs.py::test_suspending_deletes_the_active_pods_and_resuming_runs"
+            "_them_again"
+        ],
+        why="a suspended Job's pods keep running",
+    ),
+    dict(
+        name="job-index-run-twice",
+        path="kubesim/server/jobs.py",
+        old="        taken = _indexes(succeeded) | _indexes(active)\n",
+        new="        taken = _indexes(active)\n",
+        tests=[
+            "tests/unit/test_jobs.py::test_an_indexed_job_runs_each_index_once_and_lists_the"
+            "_completed_ones"
+        ],
+        why="an Indexed Job runs an index that already succeeded again",
+    ),
 ]

@@ -313,10 +313,10 @@ def test_a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_g
 
 def test_jobs_and_replication_controllers_orphan_by_default_and_others_cascade() -> None:
     server = APIServer(seed=1, controllers=True)
-    job = server.create(
-        "jobs",
-        {
-            "metadata": {"name": "once"},
+
+    def job(name: str) -> JSON:
+        return {
+            "metadata": {"name": name},
             "spec": {
                 "template": {
                     "spec": {
@@ -325,29 +325,21 @@ def test_jobs_and_replication_controllers_orphan_by_default_and_others_cascade()
                     }
                 }
             },
-        },
-        namespace=NS,
-    )
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "once", "uid": job["metadata"]["uid"]}
-    server.create(
-        "pods",
-        {
-            "metadata": {"name": "once-abcde", "ownerReferences": [owner]},
-            "spec": {"containers": [{"name": "main", "image": "busybox"}]},
-        },
-        namespace=NS,
-    )
+        }
+
+    once = server.create("jobs", job("once"), namespace=NS)
+    (made,) = server.list("pods", namespace=NS)  # the Job controller's pod
+    assert made["metadata"]["ownerReferences"][0]["uid"] == once["metadata"]["uid"]
     answer = server.delete("jobs", "once", namespace=NS)  # delete_namespaced_job with no body
     assert answer["metadata"]["finalizers"] == ["orphan"]
     assert names(server, "jobs") == []
     (pod,) = server.list("pods", namespace=NS)
     assert "ownerReferences" not in pod["metadata"]
     # With Background named, as kubectl sends it, the Job's pods go with it.
-    job = server.create("jobs", {**job, "metadata": {"name": "twice"}}, namespace=NS)
-    owner = {**owner, "name": "twice", "uid": job["metadata"]["uid"]}
-    server.patch("pods", "once-abcde", {"metadata": {"ownerReferences": [owner]}}, namespace=NS)
+    server.create("jobs", job("twice"), namespace=NS)
+    assert len(server.list("pods", namespace=NS)) == 2
     server.delete("jobs", "twice", namespace=NS, propagation_policy="Background")
-    assert names(server, "pods") == []
+    assert names(server, "pods") == [pod["metadata"]["name"]]
 
 
 def test_a_bad_propagation_policy_is_named() -> None:
