@@ -458,13 +458,18 @@ def check_reads_match_server(
 class SnapshotRead:
     """One read of the whole cache: what ``reader`` got, and optionally the server's RV
     before the read began (``not_before``) and after it ended (``not_after``): the read must
-    equal the server's state at one RV, inside those bounds when given."""
+    equal the server's state at one RV, inside those bounds when given.
+
+    ``listed`` is False when the store had not yet listed in full since it (re)started (a
+    restart whose first list failed): an empty read is then a cache not synced yet, as an
+    informer's lister is empty before ``HasSynced``, not a torn read, and passes."""
 
     reader: str
     objects: Sequence[Any]
     step: int | None = None
     not_before: int | None = None
     not_after: int | None = None
+    listed: bool = True
 
 
 def check_snapshot_reads(
@@ -498,6 +503,8 @@ def check_snapshot_reads(
                 )
             identity = (str(uid), str(rv))
             wanted[identity] = wanted.get(identity, 0) + 1
+        if not wanted and not read.listed:
+            continue  # nothing yet, before the first list: not synced, not torn
         best = _best_state(wanted, start_rv, start, transitions, read)
         if best is None:
             continue

@@ -122,6 +122,7 @@ class ScenarioRun:
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         self._store_started_rv = 0
+        self._lists_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
         self.server.request_listeners.append(self._count_request)
@@ -215,6 +216,7 @@ class ScenarioRun:
         self.store = None
         self._async = None
         self._store_started_rv = self.server.resource_version
+        self._lists_at_start = self.server.lists_completed
         self.sim.start(store_main, name="store")
         if problems:
             raise problems[0]  # a contract error is the user's setup, not a finding
@@ -253,6 +255,7 @@ class ScenarioRun:
                         round_,
                         self._store_started_rv,
                         after,
+                        listed=self.server.lists_completed > self._lists_at_start,
                     )
                 )
                 # Content is compared only for objects the store still holds: a private copy is

@@ -242,6 +242,9 @@ class APIServer:
         self.request_listeners: list[Callable[[str, str], None]] = []
         self.request_failures = RequestFailures()
         self._stall: CacheStall | None = None
+        # Lists answered in full (their last page): a harness tells from it whether a store it
+        # restarted has listed since (kubesim.scenario.run).
+        self.lists_completed = 0
         for resource in builtin_resources():
             self.register(resource)
         self._cluster_ips = defaults.cluster_ips()
@@ -1191,6 +1194,8 @@ class APIServer:
                 token = encode_continue(list_rv, next_key)
                 if labels.empty() and fields.empty():
                     remaining_count = remaining
+            else:
+                self.lists_completed += 1
             return ListResult(resource, items, list_rv, token, remaining_count)
 
     # -- watch ----------------------------------------------------------------------------

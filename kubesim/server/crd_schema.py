@@ -21,16 +21,17 @@ the schema of the version stored (:func:`coerce`, then :func:`validate`):
   field errors): ``type`` (``nullable``, ``x-kubernetes-int-or-string``), ``enum``, ``minimum``
   and ``maximum`` (``exclusive*``), ``multipleOf``, ``minLength``/``maxLength``, ``pattern``,
   ``minItems``/``maxItems``, ``uniqueItems``, ``minProperties``/``maxProperties``,
-  ``required``, ``additionalProperties: false``, and ``allOf``/``anyOf``/``oneOf``/``not``. The
+  ``required``, ``additionalProperties: false``, ``allOf``/``anyOf``/``oneOf``/``not``, and the
+  string ``format``s the API server keeps (:mod:`kubesim.server.crd_formats`). The
   causes read as the API server's, e.g. ``spec.replicas: Invalid value: "string":
   spec.replicas in body must be of type integer: "string"``, ``spec.size: Unsupported value:
   "huge": supported values: "small", "large"``, ``spec.name: Too long: may not be more than 5
   bytes``. Properties are visited in name order (Go visits its map at random, so the real
   order of several causes varies).
 
-Not modelled: ``format`` (``date-time``, ``uuid``, ...), the ``x-kubernetes-validations`` CEL
-rules, list-type and map-type uniqueness (``x-kubernetes-list-type``), ratcheting of unchanged
-invalid values on update, and the schemas of versions other than the stored one.
+Not modelled: the ``x-kubernetes-validations`` CEL rules, list-type and map-type uniqueness
+(``x-kubernetes-list-type``), ratcheting of unchanged invalid values on update, and the
+schemas of versions other than the stored one.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from kubesim.server import crd_formats
 from kubesim.server.go_values import go_float, go_json, go_quote, go_syntax, go_value
 
 JSON = dict[str, Any]
@@ -282,6 +284,11 @@ def _validate(value: Any, schema: JSON, path: str, failures: list[_Failure]) -> 
     _validate_composition(value, schema, path, failures)
     if isinstance(value, str):
         _validate_string(value, schema, path, failures)
+        declared = schema.get("format")
+        if isinstance(declared, str) and crd_formats.fails(declared, value):
+            # InvalidType with the format's name and the string itself.
+            detail = f"{path} in body must be of type {declared}: {go_quote(value)}"
+            failures.append(_Failure("type", path, detail, value))
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         _validate_number(value, schema, path, failures)
     elif isinstance(value, list):

@@ -249,9 +249,57 @@ def _validate_pod(pod: JSON) -> list[JSON]:
     return causes
 
 
+def _validate_cron_job(cron_job: JSON) -> list[JSON]:
+    """ValidateCronJobSpec's schedule and time zone: robfig/cron's parse error, no ``TZ=`` in
+    the schedule (``timeZone`` says it), a zone Go's ``time.LoadLocation`` knows."""
+    import zoneinfo
+
+    from kubesim.server.cron import ScheduleError, parse
+
+    spec = cron_job.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    causes: list[JSON] = []
+    schedule = spec.get("schedule")
+    if not schedule:
+        causes.append(required("spec.schedule"))
+    elif isinstance(schedule, str):
+        try:
+            parse(schedule)
+        except ScheduleError as exc:
+            causes.append(invalid_value("spec.schedule", schedule, str(exc)))
+        if "TZ" in schedule:
+            causes.append(
+                invalid_value(
+                    "spec.schedule",
+                    schedule,
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                )
+            )
+    zone = spec.get("timeZone")
+    if isinstance(zone, str):
+        if not zone:
+            message = "timeZone must be nil or non-empty string"
+        elif zone.lower() == "local":
+            message = (
+                "timeZone must be an explicit time zone as defined in "
+                "https://www.iana.org/time-zones"
+            )
+        else:
+            try:
+                zoneinfo.ZoneInfo(zone)
+                message = ""
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                message = f"unknown time zone {zone}"
+        if message:
+            causes.append(invalid_value("spec.timeZone", zone, message))
+    return causes
+
+
 # The checks of one kind, after ObjectMeta's, by (group, kind).
 _KIND_CHECKS = {
     ("", "Pod"): _validate_pod,
+    ("batch", "CronJob"): _validate_cron_job,
     **{
         ("apps", kind): _validate_selector
         for kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")

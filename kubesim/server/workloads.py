@@ -23,7 +23,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
 - **The StatefulSet and DaemonSet controllers** (:mod:`kubesim.server.statefulsets`,
   :mod:`kubesim.server.daemonsets`), with their ControllerRevisions.
 - **The Job controller** runs a Job's pods, counts them and finishes the Job
-  (:mod:`kubesim.server.jobs`).
+  (:mod:`kubesim.server.jobs`); **the CronJob controller** makes a Job at each time a
+  CronJob's schedule names, on the server's clock (:mod:`kubesim.server.cronjobs`).
 - **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
   (:mod:`kubesim.server.endpoints`).
 - **The disruption controller** keeps each PodDisruptionBudget's status
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubesim.server import endpoints, events, propagation
 from kubesim.server import status as st
+from kubesim.server.cronjobs import CronJobs
 from kubesim.server.daemonsets import DaemonSets
 from kubesim.server.disruption import DisruptionController
 from kubesim.server.encoding import deep_copy
@@ -105,6 +107,7 @@ class Controllers:
         self.disruption = DisruptionController(self)
         self.role_aggregation = ClusterRoleAggregation(self)
         self.jobs = Jobs(self)
+        self.cron_jobs = CronJobs(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -129,6 +132,9 @@ class Controllers:
             self._queue[("daemonset", event.key)] = None
         elif event.resource is self.jobs.jobs:
             self._queue[("job", event.key)] = None
+            self._queue_controller(event.key[0], obj, "CronJob", "cronjob")
+        elif event.resource is self.cron_jobs.cron_jobs:
+            self._queue[("cronjob", event.key)] = None
         elif event.resource is self.nodes:
             # A node added, relabelled or removed: every DaemonSet may want a pod more or less.
             for key, _ in self.server.storage.items(self.daemon_sets.sets):
@@ -157,6 +163,15 @@ class Controllers:
         if event.type == DELETED:
             self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
         self._queue_finalizing(event)
+        self._drain()
+
+    def requeue(self, kind: str, key: Key) -> None:
+        """Sync ``key`` of the ``kind`` controller now, as a timer asks (the server's lock
+        held): a CronJob whose schedule came due."""
+        self._queue[(kind, key)] = None
+        self._drain()
+
+    def _drain(self) -> None:
         if self._draining:
             return  # a write made while draining: the loop below picks its keys up
         self._draining = True
@@ -176,6 +191,8 @@ class Controllers:
                         self.daemon_sets.sync(key)
                     elif kind == "job":
                         self.jobs.sync(key)
+                    elif kind == "cronjob":
+                        self.cron_jobs.sync(key)
                     elif kind == "service":
                         endpoints.sync_service(self.server, self.write, key)
                     elif kind == "budget":

@@ -295,4 +295,47 @@ MUTANTS = [
         ],
         why="an Indexed Job runs an index that already succeeded again",
     ),
+    dict(
+        name="cron-days-always-and",
+        path="kubesim/server/cron.py",
+        old="        return day or weekday\n",
+        new="        return day and weekday\n",
+        tests=[
+            "tests/unit/test_cronjobs.py::test_a_schedule_fires_at_the_first_matching_minute_after"
+        ],
+        why="a schedule restricting both day of month and day of week fires on fewer days",
+    ),
+    dict(
+        name="cronjob-runs-every-missed-time",
+        path="kubesim/server/cronjobs.py",
+        old="        while t is not None and t <= now:\n            due = t\n",
+        new="        while t is not None and t <= now:\n            due = due or t\n",
+        tests=[
+            "tests/unit/test_cronjobs.py::test_a_suspended_cron_job_runs_nothing_and_a_late_one"
+            "_misses_its_deadline"
+        ],
+        why="a CronJob resumed after missed times runs the oldest, not the most recent",
+    ),
+    dict(
+        name="cronjob-forbid-allows",
+        path="kubesim/server/cronjobs.py",
+        old='        if policy == "Forbid" and active:\n',
+        new='        if policy == "Forbid" and not active and False:\n',
+        tests=[
+            "tests/unit/test_cronjobs.py::test_forbid_skips_a_time_while_a_job_runs_and_replace"
+            "_deletes_it"
+        ],
+        why="concurrencyPolicy Forbid starts a second Job while one runs",
+    ),
+    dict(
+        name="cronjob-history-kept",
+        path="kubesim/server/cronjobs.py",
+        old="            for job in finished[: max(0, len(finished) - as_int(limit, 0))]:\n",
+        new="            for job in finished[:0]:\n",
+        tests=[
+            "tests/unit/test_cronjobs.py::test_completed_jobs_leave_active_and_old_ones_go_past"
+            "_the_history_limit"
+        ],
+        why="finished Jobs pile up past the CronJob's history limits",
+    ),
 ]

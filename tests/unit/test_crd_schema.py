@@ -428,3 +428,49 @@ def test_any_change_but_metadata_bumps_a_custom_resources_generation(
     )
     # status: ignored on the main resource with the subresource; content without it.
     assert write({"status": {"ready": True}}) == (2 if status_subresource else 3)
+
+
+@pytest.mark.parametrize(
+    ("format_name", "good", "bad"),
+    [
+        (
+            "date-time",
+            ["2024-01-02T03:04:05Z", "2024-01-02t03:04:05.123+01:00"],
+            ["yesterday", "2024-01-02", "2024-01-02T25:00:00Z"],
+        ),
+        ("date", ["2024-02-29"], ["2023-02-29", "24-01-01"]),
+        (
+            "uuid",
+            ["0C2BD3A1-9F7A-4D2A-8D3B-2F8F3B1B2C3D", "0c2bd3a19f7a4d2a8d3b2f8f3b1b2c3d"],
+            ["0c2bd3a1"],
+        ),
+        (
+            "uuid4",
+            ["0c2bd3a1-9f7a-4d2a-8d3b-2f8f3b1b2c3d"],
+            ["0c2bd3a1-9f7a-3d2a-8d3b-2f8f3b1b2c3d"],
+        ),
+        ("byte", ["aGVsbG8="], ["hello!", "aGVsbG8"]),
+        ("ipv4", ["10.0.0.1"], ["10.0.0", "::1"]),
+        ("ipv6", ["::1", "fe80::1"], ["10.0.0.1"]),
+        ("cidr", ["10.0.0.0/8", "fd00::/64"], ["10.0.0.1"]),
+        ("mac", ["00:1a:2b:3c:4d:5e"], ["00:1a:2b"]),
+        ("hostname", ["example.com", "node-1"], ["-bad-.com", "a..b"]),
+        ("duration", ["1h30m", "3 days"], ["soon"]),
+        ("int32", ["anything goes: the server strips the format"], []),
+        ("password", ["*"], []),
+    ],
+)
+def test_a_string_is_held_to_the_format_the_api_server_keeps(
+    format_name: str, good: list[str], bad: list[str]
+) -> None:
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": format_name}}}
+    for value in good:
+        assert crd_schema.validate({"v": value}, schema) == [], value
+    for value in bad:
+        (cause,) = crd_schema.validate({"v": value}, schema)
+        assert cause == {
+            "reason": "FieldValueTypeInvalid",
+            "message": f'Invalid value: "{value}": v in body must be of type {format_name}: '
+            f'"{value}"',
+            "field": "v",
+        }

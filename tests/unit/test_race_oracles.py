@@ -448,6 +448,40 @@ def a2_rv(obj: Any) -> int:
     return int(obj["metadata"]["resourceVersion"])
 
 
+def test_an_empty_read_before_the_first_list_is_a_cache_not_synced_yet() -> None:
+    server = APIServer(seed=1)
+    versions = ServerVersions(server)
+    a = server.create("pods", make_pod("a", "default"))
+    started = a2_rv(a)
+    # A store restarted after "a" existed, whose first list failed: it holds nothing yet.
+    unsynced = SnapshotRead("r", [], not_before=started, listed=False)
+    assert check_snapshot_reads([unsynced], versions) == []
+    # Once it has listed, an empty read is a state the server never had.
+    synced = SnapshotRead("r", [], not_before=started)
+    assert [v.kind for v in check_snapshot_reads([synced], versions)] == ["snapshot-read"]
+    # Before the list, anything it does hold must still be one state.
+    b = server.create("pods", make_pod("b", "default"))
+    server.delete("pods", "a", namespace="default")
+    mixed = SnapshotRead("r", [b, a], not_before=a2_rv(b) + 1, listed=False)
+    assert [v.kind for v in check_snapshot_reads([mixed], versions)] == ["snapshot-read"]
+
+
+def test_a_store_restarted_into_a_failing_list_reads_empty_without_a_false_alarm() -> None:
+    # Found by the fuzz target of a correct store: after a crash, the restarted store's first
+    # list fails, and a reader reads its empty cache before the retry.
+    from kubesim.checks.store import judge
+    from kubesim.scenario.run import run_scenario
+    from kubesim.scenario.steps import CrashAndRestart, FailRequests, ReadConcurrently
+    from models.ksm_relist import build_then_swap
+
+    steps = [FailRequests(1, 500), CrashAndRestart(), ReadConcurrently()]
+    result = run_scenario(build_then_swap, steps, seed=0)
+    verdict = judge(result.recording)
+    assert "snapshot-reads" in verdict.ran
+    assert verdict.ok, [str(v) for v in verdict.violations]
+    assert [r.objects for r in result.recording.snapshot_reads if not r.listed] == [[]]
+
+
 def test_a_read_older_than_what_the_versions_know_is_a_named_error() -> None:
     server = APIServer(seed=1)
     server.create("pods", make_pod("a", "default"))
