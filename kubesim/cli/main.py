@@ -183,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
         "only with nodes and controllers)",
     )
     serve.add_argument(
+        "--no-metrics-server",
+        dest="metrics_server",
+        action="store_false",
+        help="serve no metrics.k8s.io API and run no metrics-server, as a kind or kubeadm "
+        "cluster starts (its pods and nodes resources are not listed twice by api-resources)",
+    )
+    serve.add_argument(
         "--verbose",
         "-v",
         action="store_true",

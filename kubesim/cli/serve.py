@@ -51,7 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         node_lifecycle=args.controllers,
         control_plane=True,
         system_pods=args.system_pods and args.nodes > 0 and args.controllers,
-        metrics_server=args.nodes > 0,
+        metrics_server=args.metrics_server and args.nodes > 0,
     )
     if args.pods:
         from kubesim.workload.pods import populate_pods

@@ -353,3 +353,22 @@ def test_serve_verbose_logs_each_request_line_and_status(tmp_path: Path) -> None
     log = (tmp_path / "serve.stderr").read_text()
     assert '"GET /api/v1/namespaces/default/pods?limit=1 HTTP/1.1" 200' in log, log
     assert '"GET /api/v1/namespaces/default/pods/absent HTTP/1.1" 404' in log, log
+
+
+@pytest.mark.parametrize(("flags", "served"), [((), True), (("--no-metrics-server",), False)])
+def test_serve_runs_the_metrics_api_unless_told_not_to(
+    tmp_path: Path, flags: tuple[str, ...], served: bool
+) -> None:
+    import json
+    import urllib.request
+
+    from serve_process import serve
+
+    with serve(tmp_path, *flags, banner_lines=1, timeout=30) as banner:
+        url = banner[0].split()[-1]
+        with urllib.request.urlopen(f"{url}/apis") as reply:
+            groups = [g["name"] for g in json.load(reply)["groups"]]
+        with urllib.request.urlopen(f"{url}/apis/apps/v1/namespaces/kube-system/deployments") as r:
+            deployments = [d["metadata"]["name"] for d in json.load(r)["items"]]
+    assert ("metrics.k8s.io" in groups) is served
+    assert ("metrics-server" in deployments) is served
