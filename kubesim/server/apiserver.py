@@ -516,10 +516,12 @@ class APIServer:
         # value is read, never written (pods' defaults copy what they change), and the commit
         # keeps only the encoding. Kinds whose defaults write in place get a private copy.
         schema = resource.openapi_schema
+        templates = defaults.TEMPLATE_METADATA.get(kind)
         private = (
             on_create is not None
             or (on_write is not None and kind not in defaults.COPY_ON_WRITE)
             or schema is not None  # a custom resource is pruned and defaulted in place
+            or templates is not None
         )
         body = self._check_body(resource, deep_copy(obj) if private else obj, namespace)
         meta: JSON = dict(body.get("metadata") or {})
@@ -563,6 +565,8 @@ class APIServer:
             meta["generation"] = 1
         if on_write is not None:
             on_write(obj)
+        if templates is not None:
+            defaults.template_creation_timestamps(obj, templates)
         if self._pod_spec_defaults:
             pod_spec_defaults.apply(kind, obj)
         if on_create is not None:
@@ -772,6 +776,9 @@ class APIServer:
         # values with the stored object, so only copy-on-write defaults may run on it.
         if on_write is not None and (subresource != "status" or kind in defaults.COPY_ON_WRITE):
             on_write(obj)
+        templates = defaults.TEMPLATE_METADATA.get(kind)
+        if templates is not None and subresource is None:
+            defaults.template_creation_timestamps(obj, templates)
         if self._pod_spec_defaults and subresource != "status":
             pod_spec_defaults.apply(kind, obj)
         if self._default_tolerations and kind == ("", "Pod") and subresource is None:

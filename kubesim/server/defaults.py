@@ -186,6 +186,53 @@ def horizontal_pod_autoscaler_defaults(obj: JSON) -> None:
         spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
 
 
+# ObjectMeta's fields before creationTimestamp, in Go's order.
+_META_BEFORE_CREATION = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+)
+# Where a kind embeds an ObjectMeta as a value (a pod template, a Job template): Go's JSON
+# encoder writes its zero creationTimestamp as null there (metav1.Time is a struct, which
+# omitempty never omits), so a cluster shows `metadata: {creationTimestamp: null}`.
+TEMPLATE_METADATA: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("apps", "Deployment"): (("spec", "template"),),
+    ("apps", "ReplicaSet"): (("spec", "template"),),
+    ("apps", "StatefulSet"): (("spec", "template"),),
+    ("apps", "DaemonSet"): (("spec", "template"),),
+    ("", "ReplicationController"): (("spec", "template"),),
+    ("", "PodTemplate"): (("template",),),
+    ("batch", "Job"): (("spec", "template"),),
+    ("batch", "CronJob"): (("spec", "jobTemplate"), ("spec", "jobTemplate", "spec", "template")),
+}
+
+
+def template_creation_timestamps(obj: JSON, paths: tuple[tuple[str, ...], ...]) -> None:
+    """Give each embedded ObjectMeta at ``paths`` its ``creationTimestamp: null``, in Go's
+    field order (a template the client left out stays out: only a struct the object has)."""
+    for path in paths:
+        holder: Any = obj
+        for key in path:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict):
+            continue
+        meta = holder.get("metadata")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        if "creationTimestamp" in meta and meta["creationTimestamp"] is not None:
+            continue  # what a client sent is kept (and validated nowhere, as upstream)
+        ordered = {k: meta[k] for k in _META_BEFORE_CREATION if k in meta}
+        ordered["creationTimestamp"] = None
+        ordered.update((k, v) for k, v in meta.items() if k not in ordered)
+        rest = [(k, v) for k, v in holder.items() if k != "metadata"]
+        holder.clear()  # metadata first, as the template structs declare it
+        holder["metadata"] = ordered
+        holder.update(rest)
+
+
 #: SetDefaults_* by (group, kind): run on the body of every create and update (and on a
 #: patch's or an apply's result), as decoding a request applies them on a real server. They
 #: write into the object they are given: a caller hands them a private copy, except for the

@@ -338,4 +338,15 @@ MUTANTS = [
         ],
         why="finished Jobs pile up past the CronJob's history limits",
     ),
+    dict(
+        name="template-creation-timestamp-left-out",
+        path="kubesim/server/defaults.py",
+        old='        ordered["creationTimestamp"] = None\n',
+        new="",
+        tests=[
+            "tests/unit/test_template_metadata.py::test_a_template_shows_a_null_creation_timestamp"
+            "_first_in_go_order"
+        ],
+        why="a Deployment's template lacks the creationTimestamp: null a cluster shows",
+    ),
 ]
