@@ -43,30 +43,13 @@ from functools import lru_cache
 from typing import Any
 
 from kubesim.server import crd_formats
+from kubesim.server.encoding import METADATA_ORDER
 from kubesim.server.go_values import go_float, go_json, go_quote, go_syntax, go_value
 
 JSON = dict[str, Any]
 
 # ObjectMeta's JSON fields: anything else under metadata is dropped as unknown.
-OBJECT_META_FIELDS = frozenset(
-    {
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    }
-)
+OBJECT_META_FIELDS = frozenset(METADATA_ORDER)
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _EMBEDDED = "x-kubernetes-embedded-resource"

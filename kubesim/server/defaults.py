@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kubesim.server.encoding import METADATA_ORDER
+
 JSON = dict[str, Any]
 
 
@@ -187,15 +189,7 @@ def horizontal_pod_autoscaler_defaults(obj: JSON) -> None:
 
 
 # ObjectMeta's fields before creationTimestamp, in Go's order.
-_META_BEFORE_CREATION = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-)
+_META_BEFORE_CREATION = METADATA_ORDER[: METADATA_ORDER.index("creationTimestamp")]
 # Where a kind embeds an ObjectMeta as a value (a pod template, a Job template): Go's JSON
 # encoder writes its zero creationTimestamp as null there (metav1.Time is a struct, which
 # omitempty never omits), so a cluster shows `metadata: {creationTimestamp: null}`.

@@ -21,8 +21,8 @@ JSONDecodeError = orjson.JSONDecodeError
 OPT_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 OPT_INDENT_2 = orjson.OPT_INDENT_2
 
-# k8s.io/apimachinery/pkg/apis/meta/v1 ObjectMeta field order.
-_METADATA_ORDER = (
+# k8s.io/apimachinery/pkg/apis/meta/v1 ObjectMeta's JSON fields, in declaration order.
+METADATA_ORDER = (
     "name",
     "generateName",
     "namespace",
@@ -42,7 +42,7 @@ _METADATA_ORDER = (
 _TOP_ORDER = ("kind", "apiVersion", "metadata")
 
 
-_METADATA_FIELDS = frozenset(_METADATA_ORDER)
+_METADATA_FIELDS = frozenset(METADATA_ORDER)
 _SORTED_MAPS = ("labels", "annotations")  # Go maps: encoded with sorted keys
 
 
@@ -50,10 +50,10 @@ class _FieldRank(dict[str, int]):
     """ObjectMeta's fields by declaration order; any other key ranks after them all."""
 
     def __missing__(self, key: str) -> int:
-        return len(_METADATA_ORDER)
+        return len(METADATA_ORDER)
 
 
-_RANK = _FieldRank((key, rank) for rank, key in enumerate(_METADATA_ORDER)).__getitem__
+_RANK = _FieldRank((key, rank) for rank, key in enumerate(METADATA_ORDER)).__getitem__
 
 
 def canonical_metadata(meta: JSON) -> JSON:

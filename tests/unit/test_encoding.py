@@ -13,21 +13,21 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.server.encoding import _METADATA_ORDER, canonical_metadata, canonical_object, dumps
+from kubesim.server.encoding import METADATA_ORDER, canonical_metadata, canonical_object, dumps
 
 JSON = dict[str, Any]
 
 
 def reference(meta: JSON) -> JSON:
-    out = {key: meta[key] for key in _METADATA_ORDER if meta.get(key) is not None}
+    out = {key: meta[key] for key in METADATA_ORDER if meta.get(key) is not None}
     for key in ("labels", "annotations"):
         if isinstance(out.get(key), dict):
             out[key] = dict(sorted(out[key].items()))
-    out.update((key, value) for key, value in meta.items() if key not in _METADATA_ORDER)
+    out.update((key, value) for key, value in meta.items() if key not in METADATA_ORDER)
     return out
 
 
-_KEYS = st.sampled_from([*_METADATA_ORDER, "zone", "annotationsX", "a"])
+_KEYS = st.sampled_from([*METADATA_ORDER, "zone", "annotationsX", "a"])
 _VALUES = st.one_of(
     st.none(),
     st.text("ab-", max_size=3),
