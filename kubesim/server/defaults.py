@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubesim.server.encoding import METADATA_ORDER
+from kubesim.server.limit_ranges import limit_range_defaults
 
 JSON = dict[str, Any]
 
@@ -244,6 +245,7 @@ ON_WRITE: dict[tuple[str, str], Callable[[JSON], None]] = {
     ("batch", "CronJob"): cron_job_defaults,
     ("autoscaling", "HorizontalPodAutoscaler"): horizontal_pod_autoscaler_defaults,
     ("scheduling.k8s.io", "PriorityClass"): priority_class_defaults,
+    ("", "LimitRange"): limit_range_defaults,
 }
 
 

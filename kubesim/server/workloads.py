@@ -25,6 +25,8 @@ and go. kubesim plays the three controllers, without the timing of the real ones
 - **The Job controller** runs a Job's pods, counts them and finishes the Job
   (:mod:`kubesim.server.jobs`); **the CronJob controller** makes a Job at each time a
   CronJob's schedule names, on the server's clock (:mod:`kubesim.server.cronjobs`).
+- **The resource quota controller** keeps each ResourceQuota's ``status.used``
+  (:mod:`kubesim.server.resource_quotas`).
 - **The Endpoints and EndpointSlice controllers** keep each selector Service's addresses
   (:mod:`kubesim.server.endpoints`).
 - **The disruption controller** keeps each PodDisruptionBudget's status
@@ -67,6 +69,7 @@ from kubesim.server.objects import (
     owner_reference,
     pod_template_hash,
 )
+from kubesim.server.resource_quotas import QuotaController
 from kubesim.server.role_aggregation import ClusterRoleAggregation
 from kubesim.server.statefulsets import StatefulSets
 from kubesim.server.storage import DELETED, Event, Key
@@ -108,6 +111,7 @@ class Controllers:
         self.role_aggregation = ClusterRoleAggregation(self)
         self.jobs = Jobs(self)
         self.cron_jobs = CronJobs(self)
+        self.quota = QuotaController(self)
         # Keys to sync, in the order they were queued, without duplicates (a workqueue).
         self._queue: dict[tuple[str, Key], None] = {}
         self._draining = False
@@ -162,6 +166,8 @@ class Controllers:
                 self._queue[("clusterrole", key)] = None
         if event.type == DELETED:
             self._queue[("collect", ("", str(obj["metadata"].get("uid", ""))))] = None
+        for key in self.quota.quotas_in(event.key[0]):
+            self._queue[("quota", key)] = None  # anything in a namespace may count in its quotas
         self._queue_finalizing(event)
         self._drain()
 
@@ -193,6 +199,8 @@ class Controllers:
                         self.jobs.sync(key)
                     elif kind == "cronjob":
                         self.cron_jobs.sync(key)
+                    elif kind == "quota":
+                        self.quota.sync(key)
                     elif kind == "service":
                         endpoints.sync_service(self.server, self.write, key)
                     elif kind == "budget":

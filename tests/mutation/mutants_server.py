@@ -349,4 +349,56 @@ MUTANTS = [
         ],
         why="a Deployment's template lacks the creationTimestamp: null a cluster shows",
     ),
+    dict(
+        name="limit-range-max-unchecked",
+        path="kubesim/server/limit_ranges.py",
+        old="        elif limit.value > enforced.value:\n",
+        new="        elif False:\n",
+        tests=[
+            "tests/unit/test_limit_ranges.py::test_a_pod_outside_the_bounds_is_forbidden_with"
+            "_the_plugins_words"
+        ],
+        why="a pod whose limit exceeds its namespace's LimitRange max is created",
+    ),
+    dict(
+        name="limit-range-defaults-not-applied",
+        path="kubesim/server/limit_ranges.py",
+        old="            if key not in limits:\n",
+        new="            if False:\n",
+        tests=[
+            "tests/unit/test_limit_ranges.py::test_a_pod_gets_the_defaults_it_lacks_and_says_so"
+            "_in_an_annotation"
+        ],
+        why="a pod in a namespace with a default limit is created without it",
+    ),
+    dict(
+        name="quantity-binary-printed-decimal",
+        path="kubesim/server/quantity.py",
+        old="        if -1024 < value < 1024 or value.denominator != 1:\n",
+        new="        if True:\n",
+        tests=["tests/unit/test_limit_ranges.py::test_a_quantity_prints_in_canonical_form"],
+        why="1.5Gi prints as 1610612736 instead of 1536Mi",
+    ),
+    dict(
+        name="quota-not-enforced",
+        path="kubesim/server/resource_quotas.py",
+        old="            if limit is not None and current.value + amount.value > limit.value:\n",
+        new="            if limit is not None and current.value > limit.value:\n",
+        tests=[
+            "tests/unit/test_resource_quotas.py::test_a_create_past_the_quota_is_forbidden_with"
+            "_what_was_asked_used_and_limited"
+        ],
+        why="a create that takes a namespace past its quota is admitted",
+    ),
+    dict(
+        name="quota-counts-finished-pods",
+        path="kubesim/server/resource_quotas.py",
+        old='    return phase not in ("Succeeded", "Failed") and not deleting(pod)\n',
+        new="    return not deleting(pod)\n",
+        tests=[
+            "tests/unit/test_resource_quotas.py::test_the_controller_reports_hard_and_what_the"
+            "_namespace_uses"
+        ],
+        why="a finished pod keeps counting against its namespace's quota",
+    ),
 ]

@@ -1,0 +1,215 @@
+"""LimitRanges: their defaults, and the LimitRanger admission plugin on pods.
+
+Every kube-apiserver runs the ``LimitRanger`` admission plugin (plugin/pkg/admission/limitranger),
+so a namespace with a LimitRange of ``type: Container`` changes the pods created in it:
+
+- **The LimitRange itself** is defaulted (``SetDefaults_LimitRangeItem``): a Container item's
+  ``default`` (limits) takes ``max`` where unset, its ``defaultRequest`` takes ``default``,
+  then ``min``.
+- **Mutation** on a pod's create: each container (and init container) gets the ``default``
+  limits and ``defaultRequest`` requests it does not set, and the pod the annotation
+  ``kubernetes.io/limit-ranger: LimitRanger plugin set: cpu, memory request for container app;
+  cpu limit for container app``.
+- **Validation**, after: every container's requests and limits against each Container item's
+  ``min``, ``max`` and ``maxLimitRequestRatio``, refused with 403 Forbidden and the plugin's
+  words (``pods "web" is forbidden: maximum cpu usage per Container is 1, but limit is 2``;
+  several are listed in brackets, resources in name order).
+
+Quantities are compared and printed as apimachinery does (:mod:`kubesim.server.quantity`).
+Not modelled: ``type: Pod`` (the sum over a pod's containers) and ``type:
+PersistentVolumeClaim`` items, and checks on updates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubesim.server import quantity
+from kubesim.server import status as st
+
+if TYPE_CHECKING:
+    from kubesim.server.apiserver import APIServer
+    from kubesim.server.resources import ResourceType
+
+JSON = dict[str, Any]
+
+ANNOTATION = "kubernetes.io/limit-ranger"
+CONTAINER = "Container"
+# LimitRangeItem's fields in Go's order.
+_ITEM_ORDER = ("type", "max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+
+
+def limit_range_defaults(obj: JSON) -> None:
+    """SetDefaults_LimitRangeItem for each Container item (copy on write: the items are
+    rebuilt, never changed in place)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("limits"), list):
+        return
+    items = []
+    for item in spec["limits"]:
+        if isinstance(item, dict) and item.get("type") == CONTAINER:
+            item = dict(item)
+            default = dict(_mapping(item.get("default")))
+            for key, value in _mapping(item.get("max")).items():
+                default.setdefault(key, value)
+            request = dict(_mapping(item.get("defaultRequest")))
+            for key, value in default.items():
+                request.setdefault(key, value)
+            for key, value in _mapping(item.get("min")).items():
+                request.setdefault(key, value)
+            if default:
+                item["default"] = dict(sorted(default.items()))  # Go maps: sorted keys
+            if request:
+                item["defaultRequest"] = dict(sorted(request.items()))
+            ordered = {k: item[k] for k in _ITEM_ORDER if k in item}
+            ordered.update((k, v) for k, v in item.items() if k not in ordered)
+            item = ordered
+        items.append(item)
+    obj["spec"] = {**spec, "limits": items}
+
+
+def admit_pod(
+    server: APIServer, resource: ResourceType, pod: JSON, namespace: str, name: str
+) -> None:
+    """The plugin's mutation then validation of a pod being created in ``namespace`` (refused
+    by ``name``, as it was sent; ``resource`` is the server's limitranges). ``pod`` is the
+    server's own copy at its top level and in metadata and spec; whatever nested value changes
+    is rebuilt, never written into."""
+    ranges = [stored.obj for _, stored in server.storage.items(resource, namespace=namespace)]
+    items = [
+        item
+        for limit_range in ranges
+        for item in _mapping(limit_range.get("spec")).get("limits") or []
+        if isinstance(item, dict) and item.get("type") == CONTAINER
+    ]
+    if not items:
+        return
+    spec = pod["spec"] = dict(_mapping(pod.get("spec")))
+    notes: list[str] = []
+    for field, what in (("containers", "container"), ("initContainers", "init container")):
+        if isinstance(spec.get(field), list):
+            spec[field] = [_merge(c, items, what, notes) for c in spec[field]]
+    if notes:
+        meta = pod["metadata"]
+        meta["annotations"] = {
+            **_mapping(meta.get("annotations")),
+            ANNOTATION: "LimitRanger plugin set: " + "; ".join(notes),
+        }
+    errors = [
+        error
+        for item in items
+        for field in ("containers", "initContainers")
+        for container in spec.get(field) or []
+        if isinstance(container, dict)
+        for error in _violations(item, container)
+    ]
+    if errors:
+        message = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        raise st.forbidden("pods", "", name, message)
+
+
+def _merge(container: Any, items: list[JSON], what: str, notes: list[str]) -> Any:
+    """mergeContainerResources: the defaults the container lacks, noted for the annotation."""
+    if not isinstance(container, dict):
+        return container
+    resources = _mapping(container.get("resources"))
+    limits, requests = (
+        dict(_mapping(resources.get("limits"))),
+        dict(_mapping(resources.get("requests"))),
+    )
+    set_limits: list[str] = []
+    set_requests: list[str] = []
+    for item in items:
+        for key, value in _mapping(item.get("default")).items():
+            if key not in limits:
+                limits[key] = value
+                set_limits.append(key)
+        for key, value in _mapping(item.get("defaultRequest")).items():
+            if key not in requests:
+                requests[key] = value
+                set_requests.append(key)
+    if not set_limits and not set_requests:
+        return container
+    name = container.get("name")
+    if set_requests:
+        notes.append(f"{', '.join(sorted(set_requests))} request for {what} {name}")
+    if set_limits:
+        notes.append(f"{', '.join(sorted(set_limits))} limit for {what} {name}")
+    merged = {**resources}
+    if limits:
+        merged["limits"] = limits
+    if requests:
+        merged["requests"] = requests
+    return {**container, "resources": merged}
+
+
+def _violations(item: JSON, container: JSON) -> list[str]:
+    """minConstraint, maxConstraint and limitRequestRatioConstraint of one item."""
+    resources = _mapping(container.get("resources"))
+    requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
+    errors: list[str] = []
+    for key, bound in sorted(_mapping(item.get("min")).items()):
+        enforced = _parsed(bound)
+        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+        if enforced is None:
+            continue
+        if request is None:
+            errors.append(
+                f"minimum {key} usage per {CONTAINER} is {enforced}.  No request is specified"
+            )
+        elif request.value < enforced.value:
+            errors.append(
+                f"minimum {key} usage per {CONTAINER} is {enforced}, but request is {request}"
+            )
+        elif limit is not None and limit.value < enforced.value:
+            errors.append(
+                f"minimum {key} usage per {CONTAINER} is {enforced}, but limit is {limit}"
+            )
+    for key, bound in sorted(_mapping(item.get("max")).items()):
+        enforced = _parsed(bound)
+        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+        if enforced is None:
+            continue
+        if limit is None:
+            errors.append(
+                f"maximum {key} usage per {CONTAINER} is {enforced}.  No limit is specified"
+            )
+        elif limit.value > enforced.value:
+            errors.append(
+                f"maximum {key} usage per {CONTAINER} is {enforced}, but limit is {limit}"
+            )
+        elif request is not None and request.value > enforced.value:
+            errors.append(
+                f"maximum {key} usage per {CONTAINER} is {enforced}, but request is {request}"
+            )
+    for key, bound in sorted(_mapping(item.get("maxLimitRequestRatio")).items()):
+        enforced = _parsed(bound)
+        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+        if enforced is None:
+            continue
+        prefix = f"{key} max limit to request ratio per {CONTAINER} is {enforced}"
+        if request is None or request.value == 0:
+            errors.append(f"{prefix}, but no request is specified or request is 0")
+        elif limit is None or limit.value == 0:
+            errors.append(f"{prefix}, but no limit is specified or limit is 0")
+        elif limit.value / request.value > enforced.value:
+            errors.append(f"{prefix}, but provided ratio is {float(limit.value / request.value):f}")
+    return errors
+
+
+def _parsed(value: Any) -> quantity.Quantity | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return quantity.parse(value)
+    except quantity.QuantityError:
+        return None
+
+
+def _mapping(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+__all__ = ["ANNOTATION", "admit_pod", "limit_range_defaults"]

@@ -1,0 +1,330 @@
+"""ResourceQuotas: the quota controller's status, and the ResourceQuota admission plugin.
+
+What a cluster does with a ResourceQuota (pkg/controller/resourcequota, plugin/pkg/admission/
+resourcequota, pkg/quota/v1/evaluator/core), as kubesim does it:
+
+- **The controller** (with the other controllers) keeps ``status.hard`` equal to
+  ``spec.hard`` and ``status.used`` the namespace's usage of each resource named there:
+  object counts (``pods``, ``services``, ``services.loadbalancers``, ``services.nodeports``,
+  ``secrets``, ``configmaps``, ``persistentvolumeclaims``, ``replicationcontrollers``,
+  ``resourcequotas``, and ``count/<resource>[.<group>]`` for any kind), the compute resources
+  of the pods that are not finished (``requests.cpu`` or ``cpu``, ``requests.memory`` or
+  ``memory``, ``limits.cpu``, ``limits.memory``, the ``ephemeral-storage`` ones: the sum of
+  the containers', at least the largest init container's), and ``requests.storage`` of the
+  claims. Quantities print as apimachinery's (:mod:`kubesim.server.quantity`), ``0`` when
+  nothing is used. The scopes ``Terminating``, ``NotTerminating``, ``BestEffort`` and
+  ``NotBestEffort`` narrow which pods count.
+- **Admission**, on every create once the controller has written the quota's status: an
+  object that would take a resource past ``hard`` is 403 ``pods "web" is forbidden: exceeded
+  quota: compute, requested: limits.cpu=2, used: limits.cpu=0, limited: limits.cpu=1``
+  (resources in name order); a pod that names no value for a compute resource the quota limits
+  is 403 ``failed quota: compute: must specify limits.cpu for: app``.
+
+Not modelled: ``scopeSelector`` and the ``PriorityClass`` and ``CrossNamespacePodAffinity``
+scopes (such a quota is left without usage and never refuses), extended resources, and checks
+on updates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubesim.server import quantity
+from kubesim.server import status as st
+from kubesim.server.objects import deleting
+
+if TYPE_CHECKING:
+    from kubesim.server.apiserver import APIServer
+    from kubesim.server.resources import ResourceType
+    from kubesim.server.storage import Key
+    from kubesim.server.workloads import Controllers
+
+JSON = dict[str, Any]
+
+# Legacy count names -> the resource they count.
+_COUNTS = {
+    "pods": ("", "pods"),
+    "services": ("", "services"),
+    "secrets": ("", "secrets"),
+    "configmaps": ("", "configmaps"),
+    "persistentvolumeclaims": ("", "persistentvolumeclaims"),
+    "replicationcontrollers": ("", "replicationcontrollers"),
+    "resourcequotas": ("", "resourcequotas"),
+}
+# Compute resource names -> (the pod's resource list, the resource).
+_COMPUTE = {
+    "cpu": ("requests", "cpu"),
+    "memory": ("requests", "memory"),
+    "ephemeral-storage": ("requests", "ephemeral-storage"),
+    "requests.cpu": ("requests", "cpu"),
+    "requests.memory": ("requests", "memory"),
+    "requests.ephemeral-storage": ("requests", "ephemeral-storage"),
+    "limits.cpu": ("limits", "cpu"),
+    "limits.memory": ("limits", "memory"),
+    "limits.ephemeral-storage": ("limits", "ephemeral-storage"),
+}
+_SUPPORTED_SCOPES = frozenset({"Terminating", "NotTerminating", "BestEffort", "NotBestEffort"})
+_ZERO = quantity.parse("0")
+
+
+def _count_target(name: str) -> tuple[str, str] | None:
+    """The (group, plural) a count resource counts: ``pods``, ``count/deployments.apps``."""
+    if name in _COUNTS:
+        return _COUNTS[name]
+    if name.startswith("count/"):
+        plural, _, group = name[len("count/") :].partition(".")
+        return group, plural
+    return None
+
+
+def _quota_applies(quota: JSON) -> bool:
+    spec = _mapping(quota.get("spec"))
+    if spec.get("scopeSelector"):
+        return False
+    return all(scope in _SUPPORTED_SCOPES for scope in spec.get("scopes") or [])
+
+
+def _pod_matches(quota: JSON, pod: JSON) -> bool:
+    scopes = _mapping(quota.get("spec")).get("scopes") or []
+    spec = _mapping(pod.get("spec"))
+    terminating = spec.get("activeDeadlineSeconds") is not None
+    best_effort = not any(
+        _mapping(_mapping(c).get("resources")).get(kind)
+        for field in ("containers", "initContainers")
+        for c in spec.get(field) or []
+        for kind in ("requests", "limits")
+    )
+    checks = {
+        "Terminating": terminating,
+        "NotTerminating": not terminating,
+        "BestEffort": best_effort,
+        "NotBestEffort": not best_effort,
+    }
+    return all(checks.get(scope, False) for scope in scopes)
+
+
+def _counted_pod(pod: JSON) -> bool:
+    """QuotaV1Pod: a pod counts until it has finished or is being deleted."""
+    phase = _mapping(pod.get("status")).get("phase")
+    return phase not in ("Succeeded", "Failed") and not deleting(pod)
+
+
+def pod_usage(pod: JSON, key: str) -> quantity.Quantity | None:
+    """A pod's use of compute resource ``key``: its containers' sum, at least its largest init
+    container's (PodUsageFunc); None when no container names it."""
+    kind, name = _COMPUTE[key]
+    spec = _mapping(pod.get("spec"))
+
+    def value(container: Any) -> quantity.Quantity | None:
+        raw = _mapping(_mapping(_mapping(container).get("resources")).get(kind)).get(name)
+        try:
+            return quantity.parse(str(raw)) if raw is not None else None
+        except quantity.QuantityError:
+            return None
+
+    total: quantity.Quantity | None = None
+    for container in spec.get("containers") or []:
+        used = value(container)
+        if used is not None:
+            total = used if total is None else total + used
+    for container in spec.get("initContainers") or []:
+        used = value(container)
+        if used is not None and (total is None or used.value > total.value):
+            total = used
+    return total
+
+
+class QuotaUsage:
+    """The usage a quota's status reports, computed from storage."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+
+    def used(self, quota: JSON, namespace: str) -> JSON:
+        hard = _mapping(_mapping(quota.get("spec")).get("hard"))
+        return {key: str(self._usage(quota, namespace, key)) for key in sorted(hard)}
+
+    def _objects(self, group: str, plural: str, namespace: str) -> list[JSON]:
+        for resource in self.server.resources:
+            if (resource.group, resource.plural) == (group, plural) and resource.stored_as is None:
+                return [s.obj for _, s in self.server.storage.items(resource, namespace=namespace)]
+        return []
+
+    def _usage(self, quota: JSON, namespace: str, key: str) -> quantity.Quantity:
+        target = _count_target(key)
+        if target is not None:
+            objects = self._objects(*target, namespace)
+            if target == ("", "pods"):
+                objects = [p for p in objects if _counted_pod(p) and _pod_matches(quota, p)]
+            return quantity.Quantity(quantity.parse(str(len(objects))).value)
+        if key in ("services.loadbalancers", "services.nodeports"):
+            services = self._objects("", "services", namespace)
+            return quantity.Quantity(quantity.parse(str(_service_usage(services, key))).value)
+        if key == "requests.storage":
+            total: quantity.Quantity | None = None
+            for claim in self._objects("", "persistentvolumeclaims", namespace):
+                raw = _mapping(
+                    _mapping(_mapping(claim.get("spec")).get("resources")).get("requests")
+                ).get("storage")
+                claimed = _parse(raw)
+                if claimed is not None:
+                    total = claimed if total is None else total + claimed
+            return total or _ZERO
+        if key in _COMPUTE:
+            total = None  # the first pod's format wins, as Quantity.Add keeps the receiver's
+            for pod in self._objects("", "pods", namespace):
+                if not _counted_pod(pod) or not _pod_matches(quota, pod):
+                    continue
+                usage = pod_usage(pod, key)
+                if usage is not None:
+                    total = usage if total is None else total + usage
+            return total or _ZERO
+        return _ZERO
+
+
+def _service_usage(services: list[JSON], key: str) -> int:
+    count = 0
+    for service in services:
+        spec = _mapping(service.get("spec"))
+        kind = spec.get("type", "ClusterIP")
+        if key == "services.loadbalancers" and kind == "LoadBalancer":
+            count += 1
+        elif key == "services.nodeports" and kind in ("NodePort", "LoadBalancer"):
+            count += len(spec.get("ports") or [])
+    return count
+
+
+class QuotaController:
+    """The resource quota controller of one server's controllers."""
+
+    def __init__(self, controllers: Controllers) -> None:
+        self.controllers = controllers
+        self.server = controllers.server
+        self.quotas = self.server.resource("resourcequotas")
+        self.usage = QuotaUsage(self.server)
+
+    def quotas_in(self, namespace: str) -> list[Key]:
+        """The quotas to recompute when something in ``namespace`` changed."""
+        if not namespace or not self.server.storage.count(self.quotas):
+            return []
+        return [key for key, _ in self.server.storage.items(self.quotas, namespace=namespace)]
+
+    def sync(self, key: Key) -> None:
+        quota = self.controllers.live(self.quotas, key)
+        if quota is None:
+            return
+        hard = dict(sorted(_mapping(_mapping(quota.get("spec")).get("hard")).items()))
+        status: JSON = {"hard": hard}
+        if _quota_applies(quota):
+            status["used"] = self.usage.used(quota, key[0])
+        self.controllers.write_status(self.quotas, quota, status)
+
+
+def admit(server: APIServer, resource: ResourceType, obj: JSON, namespace: str, name: str) -> None:
+    """The ResourceQuota plugin on a create of ``obj`` into ``namespace``."""
+    quotas = server.resource("resourcequotas")
+    for _, stored in server.storage.items(quotas, namespace=namespace):
+        quota = stored.obj
+        status = _mapping(quota.get("status"))
+        hard, used = _mapping(status.get("hard")), _mapping(status.get("used"))
+        if not hard or not _quota_applies(quota):
+            continue
+        is_pod = (resource.group, resource.plural) == ("", "pods")
+        if is_pod and not _pod_matches(quota, obj):
+            continue
+        delta = _delta(resource, obj, hard)
+        if is_pod:
+            missing = _missing(obj, hard)
+            if missing:
+                qname = quota["metadata"]["name"]
+                why = f"failed quota: {qname}: must specify {missing}"
+                raise st.forbidden(resource.plural, resource.group, name, why)
+        exceeded = []
+        for key, amount in sorted(delta.items()):
+            limit = _parse(hard.get(key))
+            current = _parse(used.get(key)) or _ZERO
+            if limit is not None and current.value + amount.value > limit.value:
+                exceeded.append(key)
+        if exceeded:
+            why = (
+                f"exceeded quota: {quota['metadata']['name']}, "
+                f"requested: {_listed(exceeded, {k: str(v) for k, v in delta.items()})}, "
+                f"used: {_listed(exceeded, used)}, limited: {_listed(exceeded, hard)}"
+            )
+            raise st.forbidden(resource.plural, resource.group, name, why)
+
+
+def _listed(keys: list[str], values: JSON) -> str:
+    """prettyPrint of a resource list masked to ``keys``: ``k=v`` in name order."""
+    return ",".join(f"{k}={values.get(k, '0')}" for k in keys)
+
+
+def _delta(resource: ResourceType, obj: JSON, hard: JSON) -> dict[str, quantity.Quantity]:
+    one = quantity.parse("1")
+    delta: dict[str, quantity.Quantity] = {}
+    for key in hard:
+        target = _count_target(key)
+        if target == (resource.group, resource.plural):
+            delta[key] = one
+        elif resource.plural == "pods" and resource.group == "" and key in _COMPUTE:
+            used = pod_usage(obj, key)
+            if used is not None:
+                delta[key] = used
+        elif resource.plural == "services" and key in (
+            "services.loadbalancers",
+            "services.nodeports",
+        ):
+            count = _service_usage([obj], key)
+            if count:
+                delta[key] = quantity.parse(str(count))
+        elif resource.plural == "persistentvolumeclaims" and key == "requests.storage":
+            raw = _mapping(
+                _mapping(_mapping(obj.get("spec")).get("resources")).get("requests")
+            ).get("storage")
+            parsed = _parse(raw)
+            if parsed is not None:
+                delta[key] = parsed
+    return delta
+
+
+# The compute resources every container must name when a quota limits them (the pod
+# evaluator's validationSet: not ephemeral storage).
+_MUST_SPECIFY = ("cpu", "limits.cpu", "limits.memory", "memory", "requests.cpu", "requests.memory")
+
+
+def _missing(pod: JSON, hard: JSON) -> str:
+    """The containers that name no value for a compute resource the quota limits, as the pod
+    evaluator's Constraints words them (``limits.cpu for: app; memory for: app,side``)."""
+    spec = _mapping(pod.get("spec"))
+    containers = [
+        _mapping(c) for field in ("containers", "initContainers") for c in spec.get(field) or []
+    ]
+    parts = []
+    for key in sorted(k for k in hard if k in _MUST_SPECIFY):
+        kind, name = _COMPUTE[key]
+        lacking = sorted(
+            {
+                str(c.get("name"))
+                for c in containers
+                if name not in _mapping(_mapping(c.get("resources")).get(kind))
+            }
+        )
+        if lacking:
+            parts.append(f"{key} for: {','.join(lacking)}")
+    return "; ".join(parts)
+
+
+def _parse(value: Any) -> quantity.Quantity | None:
+    if value is None:
+        return None
+    try:
+        return quantity.parse(str(value))
+    except quantity.QuantityError:
+        return None
+
+
+def _mapping(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+__all__ = ["QuotaController", "QuotaUsage", "admit", "pod_usage"]
