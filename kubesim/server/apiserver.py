@@ -258,8 +258,11 @@ class APIServer:
         self._default_tolerations = default_tolerations
         self._pod_spec_defaults = pod_spec_defaults
         self._pod_admission = service_accounts or default_tolerations  # skipped on most writes
+        # The admission plugins of LimitRanges and quotas act only where there are some: live
+        # views of both collections make that one truth test per write.
         self._limit_ranges = self.resource("limitranges")
-        self._quotas = self.resource("resourcequotas")
+        self._any_limit_range = self.storage.live_objects(self._limit_ranges)
+        self._any_quota = self.storage.live_objects(self.resource("resourcequotas"))
         self._nodes: kubelet.Nodes | None = None
         # The Events the components record (kubesim.server.events), one sequence for all.
         self.recorder = events.Recorder(self)
@@ -575,14 +578,14 @@ class APIServer:
             pod_spec_defaults.apply(kind, obj)
         if on_create is not None:
             on_create(obj, self._cluster_ips)
-        if kind == ("", "Pod") and namespace is not None and self.storage.count(self._limit_ranges):
+        if self._any_limit_range and kind == ("", "Pod") and namespace is not None:
             limit_ranges.admit_pod(self, self._limit_ranges, obj, namespace, sent_name)
         if self._pod_admission and namespace is not None and kind == ("", "Pod"):
             if self._service_accounts:
                 service_accounts.admit_pod(self, obj, namespace, sent_name)  # pod_defaults' spec
             if self._default_tolerations:
                 tolerations.admit_pod(obj)
-        if namespace is not None and self.storage.count(self._quotas):
+        if self._any_quota and namespace is not None:
             resource_quotas.admit(self, resource, obj, namespace, sent_name)
         lifecycle.prepare_for_create(resource, obj)
         obj["metadata"] = canonical_metadata(obj["metadata"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +190,12 @@ class Storage:
 
     def count(self, resource: ResourceType) -> int:
         return len(self._collection(resource).objects)
+
+    def live_objects(self, resource: ResourceType) -> Mapping[Key, Stored]:
+        """The resource's current objects by key: a live view that follows every write, for
+        a check that must cost nothing per write (is there any LimitRange at all?). Read it,
+        never change it."""
+        return self._collection(resource).objects
 
     def items(
         self, resource: ResourceType, *, namespace: str | None = None, start: Key | None = None
