@@ -23,7 +23,7 @@ What pkg/controller/cronjob (its v2 controller) does that clients and tests see:
 - **Events**, as the controller words them: ``SuccessfulCreate`` ("Created job {name}"),
   ``SawCompletedJob``, ``SuccessfulDelete`` ("Deleted job {name}"), ``JobAlreadyActive``,
   ``MissSchedule``, ``InvalidSchedule`` (a schedule that never fires, such as ``0 0 30 2 *``),
-``UnparseableSchedule``, ``UnknownTimeZone``.
+  ``UnparseableSchedule``, ``UnknownTimeZone``.
 
 Not modelled: ``TooManyMissedTimes`` (more than 100 missed times are run as one, like any
 other), and the jitter of the real controller's requeue (kubesim wakes at the minute itself).
