@@ -117,7 +117,8 @@ class CronJobs:
         try:
             return zoneinfo.ZoneInfo(str(name))
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            self._event(cron_job, "UnknownTimeZone", f"invalid timeZone: {name!r}")
+            message = f"invalid timeZone: {_go_quote(str(name))}: unknown time zone {name}"
+            self._event(cron_job, "UnknownTimeZone", message, warning=True)
             return None
 
     def _now(self, zone: _dt.tzinfo) -> _dt.datetime:
