@@ -235,11 +235,14 @@ def test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_k
     started(server)
     assert len(server.list("replicasets", namespace=NS)) == 2
     # kubectl rollout undo: a JSON patch putting the old template back, as Go prints it
-    # (creationTimestamp: null, the hash label removed).
+    # (creationTimestamp: null, the hash label removed), here with an empty map the stored
+    # template leaves out: Semantic.DeepEqual holds an empty map equal to an absent one.
     template = first["spec"]["template"]
     labels = {k: v for k, v in template["metadata"]["labels"].items() if k != POD_TEMPLATE_HASH}
     undone = {**template, "metadata": {**template["metadata"], "creationTimestamp": None}}
     undone["metadata"]["labels"] = labels
+    assert "nodeSelector" not in template["spec"]
+    undone["spec"] = {**template["spec"], "nodeSelector": {}}
     server.patch(
         "deployments",
         "web",
