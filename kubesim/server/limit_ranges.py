@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubesim.server import quantity
 from kubesim.server import status as st
+from kubesim.server.objects import as_dict
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -49,13 +50,13 @@ def limit_range_defaults(obj: JSON) -> None:
     for item in spec["limits"]:
         if isinstance(item, dict) and item.get("type") == CONTAINER:
             item = dict(item)
-            default = dict(_mapping(item.get("default")))
-            for key, value in _mapping(item.get("max")).items():
+            default = dict(as_dict(item.get("default")))
+            for key, value in as_dict(item.get("max")).items():
                 default.setdefault(key, value)
-            request = dict(_mapping(item.get("defaultRequest")))
+            request = dict(as_dict(item.get("defaultRequest")))
             for key, value in default.items():
                 request.setdefault(key, value)
-            for key, value in _mapping(item.get("min")).items():
+            for key, value in as_dict(item.get("min")).items():
                 request.setdefault(key, value)
             if default:
                 item["default"] = dict(sorted(default.items()))  # Go maps: sorted keys
@@ -79,12 +80,12 @@ def admit_pod(
     items = [
         item
         for limit_range in ranges
-        for item in _mapping(limit_range.get("spec")).get("limits") or []
+        for item in as_dict(limit_range.get("spec")).get("limits") or []
         if isinstance(item, dict) and item.get("type") == CONTAINER
     ]
     if not items:
         return
-    spec = pod["spec"] = dict(_mapping(pod.get("spec")))
+    spec = pod["spec"] = dict(as_dict(pod.get("spec")))
     notes: list[str] = []
     for field, what in (("containers", "container"), ("initContainers", "init container")):
         if isinstance(spec.get(field), list):
@@ -92,7 +93,7 @@ def admit_pod(
     if notes:
         meta = pod["metadata"]
         meta["annotations"] = {
-            **_mapping(meta.get("annotations")),
+            **as_dict(meta.get("annotations")),
             ANNOTATION: "LimitRanger plugin set: " + "; ".join(notes),
         }
     errors = [
@@ -112,19 +113,19 @@ def _merge(container: Any, items: list[JSON], what: str, notes: list[str]) -> An
     """mergeContainerResources: the defaults the container lacks, noted for the annotation."""
     if not isinstance(container, dict):
         return container
-    resources = _mapping(container.get("resources"))
+    resources = as_dict(container.get("resources"))
     limits, requests = (
-        dict(_mapping(resources.get("limits"))),
-        dict(_mapping(resources.get("requests"))),
+        dict(as_dict(resources.get("limits"))),
+        dict(as_dict(resources.get("requests"))),
     )
     set_limits: list[str] = []
     set_requests: list[str] = []
     for item in items:
-        for key, value in _mapping(item.get("default")).items():
+        for key, value in as_dict(item.get("default")).items():
             if key not in limits:
                 limits[key] = value
                 set_limits.append(key)
-        for key, value in _mapping(item.get("defaultRequest")).items():
+        for key, value in as_dict(item.get("defaultRequest")).items():
             if key not in requests:
                 requests[key] = value
                 set_requests.append(key)
@@ -145,12 +146,15 @@ def _merge(container: Any, items: list[JSON], what: str, notes: list[str]) -> An
 
 def _violations(item: JSON, container: JSON) -> list[str]:
     """minConstraint, maxConstraint and limitRequestRatioConstraint of one item."""
-    resources = _mapping(container.get("resources"))
-    requests, limits = _mapping(resources.get("requests")), _mapping(resources.get("limits"))
+    resources = as_dict(container.get("resources"))
+    requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))
     errors: list[str] = []
-    for key, bound in sorted(_mapping(item.get("min")).items()):
-        enforced = _parsed(bound)
-        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+    for key, bound in sorted(as_dict(item.get("min")).items()):
+        enforced = quantity.parse_or_none(bound)
+        request, limit = (
+            quantity.parse_or_none(requests.get(key)),
+            quantity.parse_or_none(limits.get(key)),
+        )
         if enforced is None:
             continue
         if request is None:
@@ -165,9 +169,12 @@ def _violations(item: JSON, container: JSON) -> list[str]:
             errors.append(
                 f"minimum {key} usage per {CONTAINER} is {enforced}, but limit is {limit}"
             )
-    for key, bound in sorted(_mapping(item.get("max")).items()):
-        enforced = _parsed(bound)
-        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+    for key, bound in sorted(as_dict(item.get("max")).items()):
+        enforced = quantity.parse_or_none(bound)
+        request, limit = (
+            quantity.parse_or_none(requests.get(key)),
+            quantity.parse_or_none(limits.get(key)),
+        )
         if enforced is None:
             continue
         if limit is None:
@@ -182,9 +189,12 @@ def _violations(item: JSON, container: JSON) -> list[str]:
             errors.append(
                 f"maximum {key} usage per {CONTAINER} is {enforced}, but request is {request}"
             )
-    for key, bound in sorted(_mapping(item.get("maxLimitRequestRatio")).items()):
-        enforced = _parsed(bound)
-        request, limit = _parsed(requests.get(key)), _parsed(limits.get(key))
+    for key, bound in sorted(as_dict(item.get("maxLimitRequestRatio")).items()):
+        enforced = quantity.parse_or_none(bound)
+        request, limit = (
+            quantity.parse_or_none(requests.get(key)),
+            quantity.parse_or_none(limits.get(key)),
+        )
         if enforced is None:
             continue
         prefix = f"{key} max limit to request ratio per {CONTAINER} is {enforced}"
@@ -195,21 +205,6 @@ def _violations(item: JSON, container: JSON) -> list[str]:
         elif limit.value / request.value > enforced.value:
             errors.append(f"{prefix}, but provided ratio is {float(limit.value / request.value):f}")
     return errors
-
-
-def _parsed(value: Any) -> quantity.Quantity | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str):
-        return None
-    try:
-        return quantity.parse(value)
-    except quantity.QuantityError:
-        return None
-
-
-def _mapping(value: Any) -> JSON:
-    return value if isinstance(value, dict) else {}
 
 
 __all__ = ["ANNOTATION", "admit_pod", "limit_range_defaults"]

@@ -69,6 +69,17 @@ def parse(text: str) -> Quantity:
     return Quantity(nanos * _NANO, kind)
 
 
+def parse_or_none(value: object) -> Quantity | None:
+    """A resource list's value as a quantity (a string, or a bare JSON number), or None when
+    it is absent or not one: what a check skips rather than refuses."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    try:
+        return parse(str(value))
+    except QuantityError:
+        return None
+
+
 def canonical(quantity: Quantity) -> str:
     """``Quantity.String()``."""
     value, kind = quantity.value, quantity.format

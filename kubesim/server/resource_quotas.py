@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubesim.server import quantity
 from kubesim.server import status as st
-from kubesim.server.objects import deleting
+from kubesim.server.objects import as_dict, deleting
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -78,18 +78,18 @@ def _count_target(name: str) -> tuple[str, str] | None:
 
 
 def _quota_applies(quota: JSON) -> bool:
-    spec = _mapping(quota.get("spec"))
+    spec = as_dict(quota.get("spec"))
     if spec.get("scopeSelector"):
         return False
     return all(scope in _SUPPORTED_SCOPES for scope in spec.get("scopes") or [])
 
 
 def _pod_matches(quota: JSON, pod: JSON) -> bool:
-    scopes = _mapping(quota.get("spec")).get("scopes") or []
-    spec = _mapping(pod.get("spec"))
+    scopes = as_dict(quota.get("spec")).get("scopes") or []
+    spec = as_dict(pod.get("spec"))
     terminating = spec.get("activeDeadlineSeconds") is not None
     best_effort = not any(
-        _mapping(_mapping(c).get("resources")).get(kind)
+        as_dict(as_dict(c).get("resources")).get(kind)
         for field in ("containers", "initContainers")
         for c in spec.get(field) or []
         for kind in ("requests", "limits")
@@ -105,7 +105,7 @@ def _pod_matches(quota: JSON, pod: JSON) -> bool:
 
 def _counted_pod(pod: JSON) -> bool:
     """QuotaV1Pod: a pod counts until it has finished or is being deleted."""
-    phase = _mapping(pod.get("status")).get("phase")
+    phase = as_dict(pod.get("status")).get("phase")
     return phase not in ("Succeeded", "Failed") and not deleting(pod)
 
 
@@ -113,14 +113,11 @@ def pod_usage(pod: JSON, key: str) -> quantity.Quantity | None:
     """A pod's use of compute resource ``key``: its containers' sum, at least its largest init
     container's (PodUsageFunc); None when no container names it."""
     kind, name = _COMPUTE[key]
-    spec = _mapping(pod.get("spec"))
+    spec = as_dict(pod.get("spec"))
 
     def value(container: Any) -> quantity.Quantity | None:
-        raw = _mapping(_mapping(_mapping(container).get("resources")).get(kind)).get(name)
-        try:
-            return quantity.parse(str(raw)) if raw is not None else None
-        except quantity.QuantityError:
-            return None
+        raw = as_dict(as_dict(as_dict(container).get("resources")).get(kind)).get(name)
+        return quantity.parse_or_none(raw)
 
     total: quantity.Quantity | None = None
     for container in spec.get("containers") or []:
@@ -141,7 +138,7 @@ class QuotaUsage:
         self.server = server
 
     def used(self, quota: JSON, namespace: str) -> JSON:
-        hard = _mapping(_mapping(quota.get("spec")).get("hard"))
+        hard = as_dict(as_dict(quota.get("spec")).get("hard"))
         return {key: str(self._usage(quota, namespace, key)) for key in sorted(hard)}
 
     def _objects(self, group: str, plural: str, namespace: str) -> list[JSON]:
@@ -163,10 +160,10 @@ class QuotaUsage:
         if key == "requests.storage":
             total: quantity.Quantity | None = None
             for claim in self._objects("", "persistentvolumeclaims", namespace):
-                raw = _mapping(
-                    _mapping(_mapping(claim.get("spec")).get("resources")).get("requests")
+                raw = as_dict(
+                    as_dict(as_dict(claim.get("spec")).get("resources")).get("requests")
                 ).get("storage")
-                claimed = _parse(raw)
+                claimed = quantity.parse_or_none(raw)
                 if claimed is not None:
                     total = claimed if total is None else total + claimed
             return total or _ZERO
@@ -185,7 +182,7 @@ class QuotaUsage:
 def _service_usage(services: list[JSON], key: str) -> int:
     count = 0
     for service in services:
-        spec = _mapping(service.get("spec"))
+        spec = as_dict(service.get("spec"))
         kind = spec.get("type", "ClusterIP")
         if key == "services.loadbalancers" and kind == "LoadBalancer":
             count += 1
@@ -213,7 +210,7 @@ class QuotaController:
         quota = self.controllers.live(self.quotas, key)
         if quota is None:
             return
-        hard = dict(sorted(_mapping(_mapping(quota.get("spec")).get("hard")).items()))
+        hard = dict(sorted(as_dict(as_dict(quota.get("spec")).get("hard")).items()))
         status: JSON = {"hard": hard}
         if _quota_applies(quota):
             status["used"] = self.usage.used(quota, key[0])
@@ -225,8 +222,8 @@ def admit(server: APIServer, resource: ResourceType, obj: JSON, namespace: str, 
     quotas = server.resource("resourcequotas")
     for _, stored in server.storage.items(quotas, namespace=namespace):
         quota = stored.obj
-        status = _mapping(quota.get("status"))
-        hard, used = _mapping(status.get("hard")), _mapping(status.get("used"))
+        status = as_dict(quota.get("status"))
+        hard, used = as_dict(status.get("hard")), as_dict(status.get("used"))
         if not hard or not _quota_applies(quota):
             continue
         is_pod = (resource.group, resource.plural) == ("", "pods")
@@ -241,8 +238,8 @@ def admit(server: APIServer, resource: ResourceType, obj: JSON, namespace: str, 
                 raise st.forbidden(resource.plural, resource.group, name, why)
         exceeded = []
         for key, amount in sorted(delta.items()):
-            limit = _parse(hard.get(key))
-            current = _parse(used.get(key)) or _ZERO
+            limit = quantity.parse_or_none(hard.get(key))
+            current = quantity.parse_or_none(used.get(key)) or _ZERO
             if limit is not None and current.value + amount.value > limit.value:
                 exceeded.append(key)
         if exceeded:
@@ -278,10 +275,10 @@ def _delta(resource: ResourceType, obj: JSON, hard: JSON) -> dict[str, quantity.
             if count:
                 delta[key] = quantity.parse(str(count))
         elif resource.plural == "persistentvolumeclaims" and key == "requests.storage":
-            raw = _mapping(
-                _mapping(_mapping(obj.get("spec")).get("resources")).get("requests")
-            ).get("storage")
-            parsed = _parse(raw)
+            raw = as_dict(as_dict(as_dict(obj.get("spec")).get("resources")).get("requests")).get(
+                "storage"
+            )
+            parsed = quantity.parse_or_none(raw)
             if parsed is not None:
                 delta[key] = parsed
     return delta
@@ -295,9 +292,9 @@ _MUST_SPECIFY = ("cpu", "limits.cpu", "limits.memory", "memory", "requests.cpu",
 def _missing(pod: JSON, hard: JSON) -> str:
     """The containers that name no value for a compute resource the quota limits, as the pod
     evaluator's Constraints words them (``limits.cpu for: app; memory for: app,side``)."""
-    spec = _mapping(pod.get("spec"))
+    spec = as_dict(pod.get("spec"))
     containers = [
-        _mapping(c) for field in ("containers", "initContainers") for c in spec.get(field) or []
+        as_dict(c) for field in ("containers", "initContainers") for c in spec.get(field) or []
     ]
     parts = []
     for key in sorted(k for k in hard if k in _MUST_SPECIFY):
@@ -306,25 +303,12 @@ def _missing(pod: JSON, hard: JSON) -> str:
             {
                 str(c.get("name"))
                 for c in containers
-                if name not in _mapping(_mapping(c.get("resources")).get(kind))
+                if name not in as_dict(as_dict(c.get("resources")).get(kind))
             }
         )
         if lacking:
             parts.append(f"{key} for: {','.join(lacking)}")
     return "; ".join(parts)
-
-
-def _parse(value: Any) -> quantity.Quantity | None:
-    if value is None:
-        return None
-    try:
-        return quantity.parse(str(value))
-    except quantity.QuantityError:
-        return None
-
-
-def _mapping(value: Any) -> JSON:
-    return value if isinstance(value, dict) else {}
 
 
 __all__ = ["QuotaController", "QuotaUsage", "admit", "pod_usage"]
