@@ -172,8 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-controllers",
         dest="controllers",
         action="store_false",
-        help="no Deployment, ReplicaSet, StatefulSet, DaemonSet or endpoints controllers and no "
-        "garbage collector: with --nodes 0, an API server alone, as envtest runs one",
+        help="no Deployment, ReplicaSet, StatefulSet, DaemonSet or endpoints controllers, no "
+        "garbage collector and no kube-root-ca.crt ConfigMaps: with --nodes 0, an API server "
+        "alone, as envtest runs one",
     )
     serve.add_argument(
         "--no-system-pods",

@@ -16,6 +16,7 @@ import time
 
 from kubesim._core import VirtualClock
 from kubesim.server.apiserver import DEFAULT_HISTORY_WINDOW, APIServer
+from kubesim.server.root_ca import PLAIN_HTTP_PLACEHOLDER
 from kubesim.transport.http import HTTPTransport, write_kubeconfig
 
 # How often virtual time catches up with the wall clock (firing watch timeouts and bookmarks).
@@ -23,47 +24,27 @@ TICK_SECONDS = 0.05
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from kubesim.cli.main import _seed
-
     # Virtual time starts at the wall-clock time of start-up, so timestamps are today's and the
     # ages kubectl computes from them on the client side (`describe`, `get -o yaml`) agree
     # with the server's AGE column. The seed still decides uids and every other choice.
     started_at = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
-    api = APIServer(
-        seed=_seed(args.seed),
-        clock=VirtualClock(epoch=started_at),
-        history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
-        bookmark_interval=args.bookmark_interval,
-        # What a cluster does that clients and their tests look for: a `default` ServiceAccount
-        # in every namespace, the two default tolerations and the full defaults on every pod
-        # (and pod template), managedFields on every object (named after the User-Agent when
-        # the request names no fieldManager), pods that get scheduled and start, Deployments
-        # that make ReplicaSets that make pods, owners whose deletion deletes what they own,
-        # nodes no kubelet reports on going Unknown and losing their pods, and what a control
-        # plane writes at start-up (the kubernetes Service; kube-system's pods when there are
-        # nodes and controllers).
-        service_accounts=True,
-        default_tolerations=True,
-        pod_spec_defaults=True,
-        field_managers_from_user_agent=True,
-        nodes=args.nodes,
-        controllers=args.controllers,
-        node_lifecycle=args.controllers,
-        control_plane=True,
-        system_pods=args.system_pods and args.nodes > 0 and args.controllers,
-        metrics_server=args.metrics_server and args.nodes > 0,
-    )
-    if args.pods:
-        from kubesim.workload.pods import populate_pods
-
-        # Spread over the served nodes, already running (the kubelets leave them as they are).
-        populate_pods(api, api.choices.fork("workload"), pods=args.pods, nodes=max(args.nodes, 1))
     tls_files = None
-    try:
-        if args.tls:
-            from kubesim.transport.tls import generate
+    if args.tls:
+        from kubesim.transport.tls import generate
 
+        try:
             tls_files = generate()
+        except (ValueError, OSError, RuntimeError) as exc:
+            print(f"kubesim serve: {exc}", file=sys.stderr)
+            return 2
+    bundle = tls_files.ca_pem.decode("ascii") if tls_files is not None else PLAIN_HTTP_PLACEHOLDER
+    try:
+        api = _build_server(args, started_at, bundle)
+    except BaseException:
+        if tls_files is not None:
+            tls_files.cleanup()  # no private key is left behind
+        raise
+    try:
         transport = HTTPTransport(
             api,
             host=args.host,
@@ -103,3 +84,42 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if tls_files is not None:
             tls_files.cleanup()
     return 0
+
+
+def _build_server(
+    args: argparse.Namespace, started_at: _dt.datetime, root_ca_bundle: str
+) -> APIServer:
+    from kubesim.cli.main import _seed
+
+    api = APIServer(
+        seed=_seed(args.seed),
+        clock=VirtualClock(epoch=started_at),
+        history_window=args.history_window or DEFAULT_HISTORY_WINDOW,
+        bookmark_interval=args.bookmark_interval,
+        # What a cluster does that clients and their tests look for: a `default` ServiceAccount
+        # and (with the controllers) a `kube-root-ca.crt` ConfigMap in every namespace (the CA
+        # that verifies this server, or a placeholder over plain HTTP), the two default
+        # tolerations and the full defaults on every pod (and pod template), managedFields on
+        # every object (named after the User-Agent when the request names no fieldManager),
+        # pods that get scheduled and start, Deployments that make ReplicaSets that make pods,
+        # owners whose deletion deletes what they own, nodes no kubelet reports on going
+        # Unknown and losing their pods, and what a control plane writes at start-up (the
+        # kubernetes Service; kube-system's pods when there are nodes and controllers).
+        service_accounts=True,
+        root_ca_bundle=root_ca_bundle if args.controllers else None,
+        default_tolerations=True,
+        pod_spec_defaults=True,
+        field_managers_from_user_agent=True,
+        nodes=args.nodes,
+        controllers=args.controllers,
+        node_lifecycle=args.controllers,
+        control_plane=True,
+        system_pods=args.system_pods and args.nodes > 0 and args.controllers,
+        metrics_server=args.metrics_server and args.nodes > 0,
+    )
+    if args.pods:
+        from kubesim.workload.pods import populate_pods
+
+        # Spread over the served nodes, already running (the kubelets leave them as they are).
+        populate_pods(api, api.choices.fork("workload"), pods=args.pods, nodes=max(args.nodes, 1))
+    return api

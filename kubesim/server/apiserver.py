@@ -41,6 +41,7 @@ from kubesim.server import (
     propagation,
     resource_quotas,
     reviews,
+    root_ca,
     service_accounts,
     services,
     struct_decoding,
@@ -131,6 +132,8 @@ class APIServer:
     - ``service_accounts=True``: the ServiceAccount controller and admission (a ``default``
       ServiceAccount in every namespace; a pod runs as an account that exists:
       :mod:`kubesim.server.service_accounts`).
+    - ``root_ca_bundle=PEM``: the root CA certificate publisher (a ``kube-root-ca.crt``
+      ConfigMap holding ``PEM`` in every namespace: :mod:`kubesim.server.root_ca`).
     - ``default_tolerations=True``: the DefaultTolerationSeconds admission (every pod tolerates
       an unready or unreachable node for 300 s: :mod:`kubesim.server.tolerations`).
     - ``pod_spec_defaults=True``: pods' and pod templates' defaults in full (containers' pull
@@ -169,6 +172,7 @@ class APIServer:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         wait_policy: WaitPolicy | None = None,
         service_accounts: bool = False,
+        root_ca_bundle: str | None = None,
         default_tolerations: bool = False,
         pod_spec_defaults: bool = False,
         field_managers_from_user_agent: bool = False,
@@ -200,6 +204,13 @@ class APIServer:
                 "system_pods=True runs kube-system's pods on the nodes' kubelets through the "
                 "controllers: it needs control_plane=True, nodes >= 1 and controllers=True, got "
                 f"control_plane={control_plane!r}, nodes={nodes!r}, controllers={controllers!r}"
+            )
+        if root_ca_bundle is not None and not (
+            isinstance(root_ca_bundle, str) and root_ca_bundle.startswith("-----BEGIN ")
+        ):
+            raise ValueError(
+                "root_ca_bundle must be None or PEM text (str, '-----BEGIN CERTIFICATE-----...'), "
+                f"got root_ca_bundle={root_ca_bundle!r:.60}"
             )
         if watch_buffer is not None and (not isinstance(watch_buffer, int) or watch_buffer < 1):
             raise ValueError(
@@ -255,6 +266,7 @@ class APIServer:
         self.field_manager: str | None = None
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
+        self._root_ca_bundle = root_ca_bundle
         self._default_tolerations = default_tolerations
         self._pod_spec_defaults = pod_spec_defaults
         self._pod_admission = service_accounts or default_tolerations  # skipped on most writes
@@ -437,6 +449,8 @@ class APIServer:
             crds.sync(self, event)
         if self._service_accounts:
             service_accounts.sync(self, event)
+        if self._root_ca_bundle is not None:
+            root_ca.sync(self, event, self._root_ca_bundle)
         if self._nodes is not None:
             self._nodes.sync(event)
         if self._controllers is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kubesim.server import status as st
+from kubesim.server.retries import write_or_retry
 from kubesim.server.storage import ADDED, DELETED, Event
 
 if TYPE_CHECKING:
@@ -36,14 +37,20 @@ def sync(server: APIServer, event: Event) -> None:
     resource = event.resource
     if resource is server.namespace_resource:
         if event.type == ADDED:
-            ensure_default(server, event.key[1])
+            _sync(server, event.key[1])
     elif (
         event.type == DELETED
         and resource.group == ""
         and resource.plural == "serviceaccounts"
         and event.key[1] == DEFAULT_SERVICE_ACCOUNT
     ):
-        ensure_default(server, event.key[0])
+        _sync(server, event.key[0])
+
+
+def _sync(server: APIServer, namespace: str) -> None:
+    # A refused create (a quota on ServiceAccounts) is tried again later, not the client's error.
+    key = (namespace, DEFAULT_SERVICE_ACCOUNT)
+    write_or_retry(server, "serviceaccount", key, lambda: ensure_default(server, namespace))
 
 
 def ensure_default(server: APIServer, namespace: str) -> None:

@@ -372,3 +372,29 @@ def test_serve_runs_the_metrics_api_unless_told_not_to(
             deployments = [d["metadata"]["name"] for d in json.load(r)["items"]]
     assert ("metrics.k8s.io" in groups) is served
     assert ("metrics-server" in deployments) is served
+
+
+@pytest.mark.parametrize(("flags", "published"), [((), True), (("--no-controllers",), False)])
+def test_serve_publishes_a_root_ca_config_map_unless_it_runs_no_controllers(
+    tmp_path: Path, flags: tuple[str, ...], published: bool
+) -> None:
+    import json
+    import urllib.request
+
+    from serve_process import serve
+
+    from kubesim.server.root_ca import PLAIN_HTTP_PLACEHOLDER
+
+    with serve(tmp_path, "--nodes", "0", *flags, banner_lines=1, timeout=30) as banner:
+        url = banner[0].split()[-1]
+        with urllib.request.urlopen(
+            f"{url}/api/v1/configmaps?fieldSelector=metadata.name%3Dkube-root-ca.crt"
+        ) as reply:
+            listed = json.load(reply)["items"]
+    namespaces = sorted(item["metadata"]["namespace"] for item in listed)
+    if published:
+        # Plain HTTP: the placeholder, in each namespace the server starts with.
+        assert namespaces == ["default", "kube-node-lease", "kube-public", "kube-system"]
+        assert {item["data"]["ca.crt"] for item in listed} == {PLAIN_HTTP_PLACEHOLDER}
+    else:
+        assert namespaces == []

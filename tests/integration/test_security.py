@@ -203,6 +203,24 @@ def test_the_server_certificate_verifies_for_localhost_as_well_as_127_0_0_1(
         connection.close()
 
 
+def test_every_namespace_publishes_the_ca_that_verifies_the_server(secured: Secured) -> None:
+    # What a pod's client does in a cluster: trust kube-root-ca.crt's bundle, and nothing else.
+    path = "/api/v1/namespaces/kube-public/configmaps/kube-root-ca.crt"
+    status, config_map = secured.request("GET", path, token=TOKEN)
+    assert status == 200
+    bundle = config_map["data"]["ca.crt"]
+    assert bundle.encode() == secured.ca_pem
+    in_cluster = ssl.create_default_context(cadata=bundle)
+    connection = http.client.HTTPSConnection(
+        "localhost", secured.port, timeout=HANG_GUARD, context=in_cluster
+    )
+    try:
+        connection.request("GET", "/version", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+
+
 def test_a_tls_client_that_does_not_trust_the_generated_ca_is_refused(secured: Secured) -> None:
     untrusting = ssl.create_default_context()
     untrusting.load_default_certs()

@@ -7,6 +7,7 @@ WORKLOADS = "tests/unit/test_workloads.py"
 ENDPOINTS = "tests/unit/test_endpoints.py"
 STATEFULSETS = "tests/unit/test_statefulsets.py"
 DAEMONSETS = "tests/unit/test_daemonsets.py"
+ROOT_CA = "tests/unit/test_root_ca.py"
 
 MUTANTS = [
     dict(
@@ -386,5 +387,51 @@ MUTANTS = [
             f"{WORKLOADS}::test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains"
         ],
         why="an object another owner keeps still names the owner that is gone",
+    ),
+    dict(
+        name="root-ca-never-recreated",
+        path="kubesim/server/root_ca.py",
+        old="    elif (\n        event.key[1] == CONFIG_MAP_NAME",
+        new="    elif (\n        False",
+        tests=[f"{ROOT_CA}::test_a_deleted_config_map_is_made_again"],
+        why="a deleted kube-root-ca.crt stays deleted, where the publisher makes it again",
+    ),
+    dict(
+        name="root-ca-changes-left-alone",
+        path="kubesim/server/root_ca.py",
+        old='if obj.get("data") == data and annotations.get(DESCRIPTION_ANNOTATION):',
+        new="if True:",
+        tests=[
+            f"{ROOT_CA}::test_a_changed_bundle_or_description_is_put_back_and_other_changes_stay"
+        ],
+        why="a client's change to the published bundle stays, where the publisher reverts it",
+    ),
+    dict(
+        name="root-ca-written-into-terminating-namespace",
+        path="kubesim/server/root_ca.py",
+        old='if stored is None or stored.obj["metadata"].get("deletionTimestamp"):',
+        new="if stored is None:",
+        tests=[f"{ROOT_CA}::test_a_namespace_being_deleted_gets_no_new_config_map"],
+        why="the publisher writes into a namespace being deleted (its create would be refused)",
+    ),
+    dict(
+        name="controller-refusal-not-retried",
+        path="kubesim/server/retries.py",
+        old="        server.clock.call_later(delay, again)",
+        new="        pass",
+        tests=[
+            f"{ROOT_CA}::test_a_create_a_quota_refuses_is_tried_again_and_the_client_is_not_told"
+        ],
+        why="a controller's write refused by a quota is never made, where a workqueue retries it",
+    ),
+    dict(
+        name="controller-refusal-reaches-the-client",
+        path="kubesim/server/retries.py",
+        old="    except st.StatusError as exc:",
+        new="    except ZeroDivisionError as exc:",
+        tests=[
+            f"{ROOT_CA}::test_a_create_a_quota_refuses_is_tried_again_and_the_client_is_not_told"
+        ],
+        why="a client's delete is answered 403 because the controller it set off was refused",
     ),
 ]

@@ -87,3 +87,14 @@ def test_a_pod_runs_as_an_account_that_exists() -> None:
     # Without the controller, pods are stored as sent (simulations' bytes do not change).
     plain = APIServer(seed=1).create("pods", body, namespace="default")
     assert "serviceAccountName" not in plain["spec"]
+
+
+def test_a_default_account_a_quota_refuses_is_made_again_a_second_later() -> None:
+    server = APIServer(seed=1, service_accounts=True, controllers=True)
+    quota = {"metadata": {"name": "q"}, "spec": {"hard": {"count/serviceaccounts": "1"}}}
+    server.create("resourcequotas", quota, namespace="default")
+    server.advance(1)
+    server.delete("serviceaccounts", "default", namespace="default")  # answered, not a 403
+    assert accounts(server, "default") == []
+    server.advance(1)
+    assert accounts(server, "default") == ["default"]
