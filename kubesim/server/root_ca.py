@@ -7,8 +7,8 @@ with a ``kubernetes.io/description`` annotation. It creates the ConfigMap when a
 added, creates it again when it is deleted, and when a client changes the data or removes the
 annotation, sets the data back to the bundle alone and the annotation back (labels and other
 annotations are left as the client made them). A namespace being deleted gets nothing: the
-create would be refused there, and the controller does not try. The conformance test "ServiceAccounts
-should guarantee kube-root-ca.crt exist in any namespace" checks all three.
+create would be refused there, and the controller does not try. The conformance test
+"ServiceAccounts should guarantee kube-root-ca.crt exist in any namespace" checks all three.
 
 kubesim runs it when the server is built with ``root_ca_bundle`` (``kubesim serve`` passes its
 CA, or with plain HTTP a placeholder: :data:`PLAIN_HTTP_PLACEHOLDER`): right after the write
