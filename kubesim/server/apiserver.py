@@ -228,6 +228,7 @@ class APIServer:
         # Every create draws a uid: bound once, to the source's fastest way of drawing one.
         self._new_uid = uuid4_drawer(self.choices.fork("uid"))
         self._name_choices = self.choices.fork("generateName")
+        self._token_volume_choices = self.choices.fork("serviceAccountTokenVolume")
         self._timeout_choices = self.choices.fork("watchTimeout")
         # Signs and checks service account tokens (TokenRequest, TokenReview).
         self.token_issuer = reviews.TokenIssuer(self.choices.fork("serviceAccountToken"))
@@ -381,11 +382,16 @@ class APIServer:
     def _key(self, resource: ResourceType, namespace: str | None, name: str) -> Key:
         return ((namespace or "") if resource.namespaced else "", name)
 
-    def _generate_name(self, prefix: str) -> str:
+    def _generate_name(self, prefix: str, source: ChoiceSource | None = None) -> str:
+        """``prefix`` and five characters, as apiserver's SimpleNameGenerator makes them."""
+        choices = self._name_choices if source is None else source
         n = len(_GENERATE_NAME_ALPHABET) - 1
-        return prefix + "".join(
-            _GENERATE_NAME_ALPHABET[self._name_choices.integer(0, n)] for _ in range(5)
-        )
+        return prefix + "".join(_GENERATE_NAME_ALPHABET[choices.integer(0, n)] for _ in range(5))
+
+    def generate_token_volume_name(self, prefix: str) -> str:
+        """A name for a pod's service account token volume (ServiceAccount admission), from a
+        stream of its own: the names the server generates for objects do not move."""
+        return self._generate_name(prefix, self._token_volume_choices)
 
     def _require_namespace(self, resource: ResourceType, namespace: str | None) -> str:
         if not resource.namespaced:

@@ -6,7 +6,8 @@ new namespace and creates it again when it is deleted (pkg/controller/serviceacc
 serviceaccounts_controller.go); the ServiceAccount admission plugin
 (plugin/pkg/admission/serviceaccount/admission.go) names it in every pod that names none, and
 refuses a pod whose account does not exist (403). Tests written for a real cluster wait for
-``default`` before they create pods. The token volume the plugin also mounts is not modelled.
+``default`` before they create pods. The plugin also mounts the account's token: a projected
+``kube-api-access-*`` volume in the pod, mounted read-only by every container.
 
 kubesim runs it when the server is built with ``service_accounts=True`` (``kubesim serve``
 does): right after the write that calls for it, under the same lock, as the next write, so a
@@ -30,6 +31,11 @@ JSON = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+TOKEN_VOLUME_PREFIX = "kube-api-access-"
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+# A bound token's lifetime as the plugin asks for it: an hour and 7 s (the 7 s mark a token
+# whose use after an hour is only warned about, WarnOnlyBoundTokenExpirationSeconds).
+TOKEN_EXPIRATION_SECONDS = 3607
 
 
 def sync(server: APIServer, event: Event) -> None:
@@ -84,7 +90,10 @@ def admit_pod(server: APIServer, pod: JSON, namespace: str, sent_name: str) -> N
         return  # a kubelet's mirror of a static pod runs as no account (the plugin skips it)
     name = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
     accounts = server.lookup("", "v1", "serviceaccounts")
-    if accounts is not None and server.storage.get(accounts, (namespace, str(name))) is None:
+    if accounts is None:
+        return
+    stored = server.storage.get(accounts, (namespace, str(name)))
+    if stored is None:
         raise st.forbidden(
             "pods",
             "",
@@ -94,3 +103,99 @@ def admit_pod(server: APIServer, pod: JSON, namespace: str, sent_name: str) -> N
         )
     spec["serviceAccountName"] = name
     spec["serviceAccount"] = name
+    account = stored.obj
+    if _automounts(account, spec):
+        _mount_token(server, spec)
+    pull_secrets = account.get("imagePullSecrets")
+    if not spec.get("imagePullSecrets") and isinstance(pull_secrets, list) and pull_secrets:
+        spec["imagePullSecrets"] = [
+            {"name": ref.get("name", "")} for ref in pull_secrets if isinstance(ref, dict)
+        ]
+
+
+def _automounts(account: JSON, spec: JSON) -> bool:
+    """The pod's ``automountServiceAccountToken`` wins, then the account's; true if neither
+    says (shouldAutomount)."""
+    for says in (
+        spec.get("automountServiceAccountToken"),
+        account.get("automountServiceAccountToken"),
+    ):
+        if isinstance(says, bool):
+            return says
+    return True
+
+
+def _mount_token(server: APIServer, spec: JSON) -> None:
+    """mountServiceAccountToken: every container (init containers first) that mounts nothing at
+    the token path mounts the ``kube-api-access-<5 letters>`` projected volume there read-only,
+    and the pod gets that volume unless it has one of that prefix already (whose name the
+    mounts then use). ``spec`` is the server's copy; its lists and containers may still be the
+    client's, so each is copied before it changes."""
+    volumes = spec.get("volumes")
+    volumes = volumes if isinstance(volumes, list) else []
+    existing = next(
+        (
+            volume["name"]
+            for volume in volumes
+            if isinstance(volume, dict)
+            and str(volume.get("name", "")).startswith(TOKEN_VOLUME_PREFIX)
+        ),
+        None,
+    )
+    volume_name = existing or server.generate_token_volume_name(TOKEN_VOLUME_PREFIX)
+    mount = {"name": volume_name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH}
+    mounted = False
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not isinstance(containers, list):
+            continue
+        copied = []
+        for container in containers:
+            if isinstance(container, dict) and not _mounts_token_path(container):
+                mounts = container.get("volumeMounts")
+                mounts = mounts if isinstance(mounts, list) else []
+                container = {**container, "volumeMounts": [*mounts, dict(mount)]}
+                mounted = True
+            copied.append(container)
+        spec[field] = copied
+    if mounted and existing is None:
+        spec["volumes"] = [*volumes, {"name": volume_name, "projected": _token_volume_source()}]
+
+
+def _mounts_token_path(container: JSON) -> bool:
+    mounts = container.get("volumeMounts")
+    return isinstance(mounts, list) and any(
+        isinstance(mount, dict) and mount.get("mountPath") == TOKEN_MOUNT_PATH for mount in mounts
+    )
+
+
+def _token_volume_source() -> JSON:
+    """TokenVolumeSource: a bound token, the cluster's CA bundle and the namespace, in the
+    order and with the explicit ``defaultMode`` (0644) the plugin writes."""
+    return {
+        "sources": [
+            {
+                "serviceAccountToken": {
+                    "expirationSeconds": TOKEN_EXPIRATION_SECONDS,
+                    "path": "token",
+                }
+            },
+            {
+                "configMap": {
+                    "name": "kube-root-ca.crt",
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                        }
+                    ]
+                }
+            },
+        ],
+        "defaultMode": 0o644,
+    }

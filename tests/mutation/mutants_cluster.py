@@ -434,4 +434,26 @@ MUTANTS = [
         ],
         why="a client's delete is answered 403 because the controller it set off was refused",
     ),
+    dict(
+        name="token-mounted-despite-automount-false",
+        path="kubesim/server/service_accounts.py",
+        old="    if _automounts(account, spec):",
+        new="    if True:",
+        tests=[
+            "tests/unit/test_service_accounts.py::"
+            "test_automount_service_account_token_the_pod_says_wins_over_the_account"
+        ],
+        why="a pod that asked for no token gets one mounted",
+    ),
+    dict(
+        name="token-mount-over-a-container-s-own",
+        path="kubesim/server/service_accounts.py",
+        old="if isinstance(container, dict) and not _mounts_token_path(container):",
+        new="if isinstance(container, dict):",
+        tests=[
+            "tests/unit/test_service_accounts.py::"
+            "test_a_container_with_its_own_mount_at_the_token_path_and_a_volume_of_the_prefix_are_kept"
+        ],
+        why="a container's own mount at the token path gets a second mount there",
+    ),
 ]

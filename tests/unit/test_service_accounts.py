@@ -98,3 +98,131 @@ def test_a_default_account_a_quota_refuses_is_made_again_a_second_later() -> Non
     assert accounts(server, "default") == []
     server.advance(1)
     assert accounts(server, "default") == ["default"]
+
+
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def pod_body(**spec: object) -> dict:
+    containers = [{"name": "app", "image": "nginx"}, {"name": "side", "image": "envoy"}]
+    return {"metadata": {"name": "p"}, "spec": {"containers": containers, **spec}}
+
+
+def test_every_container_mounts_the_projected_token_volume_the_pod_gets() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    sent = pod_body(initContainers=[{"name": "init", "image": "busybox"}])
+    pod = server.create("pods", sent, namespace="default")
+    [volume] = pod["spec"]["volumes"]
+    name = volume["name"]
+    assert name.startswith("kube-api-access-")
+    assert len(name) == len("kube-api-access-") + 5
+    assert volume["projected"] == {
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {
+                "configMap": {
+                    "name": "kube-root-ca.crt",
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                }
+            },
+            {
+                "downwardAPI": {
+                    "items": [
+                        {
+                            "path": "namespace",
+                            "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                        }
+                    ]
+                }
+            },
+        ],
+        "defaultMode": 420,
+    }
+    mount = {"name": name, "readOnly": True, "mountPath": TOKEN_PATH}
+    for field in ("initContainers", "containers"):
+        for container in pod["spec"][field]:
+            assert container["volumeMounts"] == [mount]
+    # The client's body is as it sent it.
+    assert "volumes" not in sent["spec"]
+    assert all("volumeMounts" not in c for c in sent["spec"]["containers"])
+
+
+def test_a_container_with_its_own_mount_at_the_token_path_and_a_volume_of_the_prefix_are_kept() -> (
+    None
+):
+    server = APIServer(seed=1, service_accounts=True)
+    own = {"name": "mine", "mountPath": TOKEN_PATH}
+    spec = pod_body()["spec"]
+    spec["containers"][0]["volumeMounts"] = [own]
+    spec["volumes"] = [
+        {"name": "kube-api-access-abcde", "emptyDir": {}},
+        {"name": "mine", "emptyDir": {}},
+    ]
+    pod = server.create("pods", {"metadata": {"name": "p"}, "spec": spec}, namespace="default")
+    app, side = pod["spec"]["containers"]
+    assert app["volumeMounts"] == [own]
+    assert side["volumeMounts"] == [
+        {"name": "kube-api-access-abcde", "readOnly": True, "mountPath": TOKEN_PATH}
+    ]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["kube-api-access-abcde", "mine"]
+    # Nothing to mount anywhere: no volume.
+    lone = {"name": "app", "image": "nginx", "volumeMounts": [own]}
+    body = {
+        "metadata": {"name": "q"},
+        "spec": {"containers": [lone], "volumes": [{"name": "mine", "emptyDir": {}}]},
+    }
+    pod = server.create("pods", body, namespace="default")
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["mine"]
+
+
+@pytest.mark.parametrize(
+    ("pod_says", "account_says", "mounted"),
+    [
+        (None, None, True),
+        (False, None, False),
+        (None, False, False),
+        (True, False, True),
+        (False, True, False),
+    ],
+)
+def test_automount_service_account_token_the_pod_says_wins_over_the_account(
+    pod_says: bool | None, account_says: bool | None, mounted: bool
+) -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    account: dict = {"metadata": {"name": "robot"}}
+    if account_says is not None:
+        account["automountServiceAccountToken"] = account_says
+    server.create("serviceaccounts", account, namespace="default")
+    spec: dict = {"serviceAccountName": "robot"}
+    if pod_says is not None:
+        spec["automountServiceAccountToken"] = pod_says
+    pod = server.create("pods", pod_body(**spec), namespace="default")
+    assert ("volumes" in pod["spec"]) is mounted
+    assert all(("volumeMounts" in c) is mounted for c in pod["spec"]["containers"])
+
+
+def test_the_account_s_image_pull_secrets_go_to_a_pod_that_names_none() -> None:
+    server = APIServer(seed=1, service_accounts=True)
+    account = {"metadata": {"name": "puller"}, "imagePullSecrets": [{"name": "registry"}]}
+    server.create("serviceaccounts", account, namespace="default")
+    pod = server.create("pods", pod_body(serviceAccountName="puller"), namespace="default")
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    own = pod_body(serviceAccountName="puller", imagePullSecrets=[{"name": "mine"}])
+    own["metadata"]["name"] = "q"
+    assert server.create("pods", own, namespace="default")["spec"]["imagePullSecrets"] == [
+        {"name": "mine"}
+    ]
+
+
+def test_token_volume_names_are_drawn_apart_from_generated_object_names() -> None:
+    def generated(service_accounts: bool) -> list[str]:
+        server = APIServer(seed=7, service_accounts=service_accounts)
+        body = {"metadata": {"generateName": "web-"}, "spec": pod_body()["spec"]}
+        return [
+            server.create("pods", body, namespace="default")["metadata"]["name"] for _ in range(3)
+        ]
+
+    assert generated(True) == generated(False)
+    first = APIServer(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
+    again = APIServer(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
+    assert first["spec"]["volumes"] == again["spec"]["volumes"]
