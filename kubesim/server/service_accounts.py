@@ -33,8 +33,9 @@ DEFAULT_SERVICE_ACCOUNT = "default"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-# A bound token's lifetime as the plugin asks for it: an hour and 7 s (the 7 s mark a token
-# whose use after an hour is only warned about, WarnOnlyBoundTokenExpirationSeconds).
+# The lifetime the plugin asks for its tokens (WarnOnlyBoundTokenExpirationSeconds): an hour
+# and 7 s, the odd 7 s being how the API server recognises a token it mounted itself, whose use
+# past the hour it only warns about.
 TOKEN_EXPIRATION_SECONDS = 3607
 
 
