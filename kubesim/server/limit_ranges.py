@@ -22,11 +22,13 @@ PersistentVolumeClaim`` items, and checks on updates.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kubesim.server import quantity
 from kubesim.server import status as st
 from kubesim.server.objects import as_dict
+from kubesim.server.quantity import Quantity
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -144,19 +146,24 @@ def _merge(container: Any, items: list[JSON], what: str, notes: list[str]) -> An
     return {**container, "resources": merged}
 
 
+def _bounds(
+    bounds: Any, requests: JSON, limits: JSON
+) -> Iterator[tuple[str, Quantity, Quantity | None, Quantity | None]]:
+    """Each resource a ``min``, ``max`` or ``maxLimitRequestRatio`` map bounds (in key order,
+    unparsable bounds skipped), with the container's request and limit for it."""
+    for key, bound in sorted(as_dict(bounds).items()):
+        enforced = quantity.parse_or_none(bound)
+        if enforced is not None:
+            request = quantity.parse_or_none(requests.get(key))
+            yield key, enforced, request, quantity.parse_or_none(limits.get(key))
+
+
 def _violations(item: JSON, container: JSON) -> list[str]:
     """minConstraint, maxConstraint and limitRequestRatioConstraint of one item."""
     resources = as_dict(container.get("resources"))
     requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))
     errors: list[str] = []
-    for key, bound in sorted(as_dict(item.get("min")).items()):
-        enforced = quantity.parse_or_none(bound)
-        request, limit = (
-            quantity.parse_or_none(requests.get(key)),
-            quantity.parse_or_none(limits.get(key)),
-        )
-        if enforced is None:
-            continue
+    for key, enforced, request, limit in _bounds(item.get("min"), requests, limits):
         if request is None:
             errors.append(
                 f"minimum {key} usage per {CONTAINER} is {enforced}.  No request is specified"
@@ -169,14 +176,7 @@ def _violations(item: JSON, container: JSON) -> list[str]:
             errors.append(
                 f"minimum {key} usage per {CONTAINER} is {enforced}, but limit is {limit}"
             )
-    for key, bound in sorted(as_dict(item.get("max")).items()):
-        enforced = quantity.parse_or_none(bound)
-        request, limit = (
-            quantity.parse_or_none(requests.get(key)),
-            quantity.parse_or_none(limits.get(key)),
-        )
-        if enforced is None:
-            continue
+    for key, enforced, request, limit in _bounds(item.get("max"), requests, limits):
         if limit is None:
             errors.append(
                 f"maximum {key} usage per {CONTAINER} is {enforced}.  No limit is specified"
@@ -189,14 +189,8 @@ def _violations(item: JSON, container: JSON) -> list[str]:
             errors.append(
                 f"maximum {key} usage per {CONTAINER} is {enforced}, but request is {request}"
             )
-    for key, bound in sorted(as_dict(item.get("maxLimitRequestRatio")).items()):
-        enforced = quantity.parse_or_none(bound)
-        request, limit = (
-            quantity.parse_or_none(requests.get(key)),
-            quantity.parse_or_none(limits.get(key)),
-        )
-        if enforced is None:
-            continue
+    ratios = item.get("maxLimitRequestRatio")
+    for key, enforced, request, limit in _bounds(ratios, requests, limits):
         prefix = f"{key} max limit to request ratio per {CONTAINER} is {enforced}"
         if request is None or request.value == 0:
             errors.append(f"{prefix}, but no request is specified or request is 0")
