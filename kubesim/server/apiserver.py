@@ -421,19 +421,25 @@ class APIServer:
         values with a caller's body (a create); then only its encoding is kept, so the stored
         version cannot change when the caller later mutates what it sent.
         """
-        if dry_run:
-            # dryRun=All: validated and answered as the write would be, never stored, no event,
-            # no resourceVersion spent. A created object has none yet (etcd3 store.Create
-            # decodes a dry run at revision 0); an updated or deleted one keeps its own.
-            rv = 0 if old is None else old.rv
-            obj["metadata"]["resourceVersion"] = "" if old is None else str(rv)
-            return Stored.encoded(_encode_body(obj), rv) if shared else Stored(obj, rv)
+        # The handlers run the field manager before storage, dry run or not.
         if self.field_manager is not None and event_type != DELETED:
             managed_fields.record_update(
                 None if old is None else old.obj, obj, self.field_manager, self.clock.timestamp()
             )
         elif "managedFields" in obj["metadata"] and event_type != DELETED:
             managed_fields.normalize(obj)  # a client's own entries: [{}] clears them
+        if dry_run:
+            # dryRun=All: validated and answered as the write would be, never stored, no event,
+            # no resourceVersion spent. A created object is answered as it was sent (the dry-run
+            # storage copies it out without etcd's stamp): no resourceVersion, which Go's
+            # omitempty leaves out, unless the client sent one. An update keeps the stored one.
+            meta = obj["metadata"]
+            if old is not None:
+                meta["resourceVersion"] = str(old.rv)
+            elif not meta.get("resourceVersion"):
+                meta.pop("resourceVersion", None)
+            rv = 0 if old is None else old.rv
+            return Stored.encoded(_encode_body(obj), rv) if shared else Stored(obj, rv)
         rv = self.storage.next_rv()
         obj["metadata"]["resourceVersion"] = str(rv)
         # Encoded before anything changes: a body orjson cannot encode leaves no trace.
@@ -575,6 +581,10 @@ class APIServer:
             meta["name"] = self._generate_name(str(meta["generateName"]))
         self._invalid_if(resource, obj)
         key = self._key(resource, namespace, meta["name"])
+        sent_rv = meta.get("resourceVersion")
+        if not dry_run and _nonzero_resource_version(sent_rv):
+            # etcd3 store.Create, before it looks for the key; not an API error, so a bare 500.
+            raise st.unknown(500, "resourceVersion should not be set on objects to be created")
         if self.storage.get(resource, key) is not None:
             raise st.already_exists(resource.plural, resource.group, meta["name"])
         if namespace is not None:
@@ -587,6 +597,8 @@ class APIServer:
         else:
             meta.pop("namespace", None)
         meta["uid"] = self._new_uid()
+        # Stamped when committed; set now so that it takes its place in ObjectMeta's order.
+        meta["resourceVersion"] = sent_rv if dry_run and isinstance(sent_rv, str) else ""
         meta["creationTimestamp"] = self.clock.timestamp()
         if resource.generation_fields:
             meta["generation"] = 1
@@ -965,6 +977,9 @@ class APIServer:
         manager, self.field_manager = self.field_manager, None
         try:
             if current is None:
+                # A create through an update (store.go Update) is not checked for a sent
+                # resourceVersion as a POST is: etcd3's GuaranteedUpdate clears it.
+                result["metadata"].pop("resourceVersion", None)
                 return self._create(resource, result, namespace, dry_run=dry_run), True
             return self._replace(resource, key, current, result, None, dry_run=dry_run), False
         finally:
@@ -1584,6 +1599,15 @@ def _json_patch_decodes(patch: Any) -> bool:
 _SERVER_OWNED_METADATA = frozenset(
     ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "selfLink", "generation")
 )
+
+
+def _nonzero_resource_version(value: Any) -> bool:
+    """etcd3 ``store.Create`` refuses an object whose resourceVersion parses as a revision other
+    than 0 (``strconv.ParseUint``, 64 bits); "", "0" and what does not parse are let through
+    (and cleared)."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        return False
+    return 0 < int(value) < 2**64
 
 
 def _check_policy(policy: str | None) -> None:

@@ -248,6 +248,14 @@ def timeout(message: str, *, causes: list[JSON] | None = None, retry_after: int 
     return StatusError(failure(504, "Timeout", f"Timeout: {message}", details))
 
 
+def unknown(code: int, message: str) -> StatusError:
+    """What apimachinery's ErrorToAPIStatus makes of an error that is not an API error: the
+    code, the error's text, and no reason (StatusReasonUnknown is empty, so left out)."""
+    status = failure(code, "", message)
+    del status["reason"]
+    return StatusError(status)
+
+
 def internal_error(message: str) -> StatusError:
     return StatusError(
         failure(

@@ -61,14 +61,64 @@ def test_created_objects_carry_kind_a_unique_uid_and_a_creation_timestamp(
     assert fetched == created[0]
 
 
-def test_client_supplied_uid_and_resource_version_are_ignored_on_create(
-    api: Endpoint, ns: str
-) -> None:
+def test_a_client_supplied_uid_is_replaced_on_create(api: Endpoint, ns: str) -> None:
     body = configmap("c")
-    body["metadata"].update(uid="not-a-uid", resourceVersion="1")
+    body["metadata"]["uid"] = "not-a-uid"
     created = api.ok("POST", configmaps(ns), body, expect=201)
     assert created["metadata"]["uid"] != "not-a-uid"
-    assert int(created["metadata"]["resourceVersion"]) > 1
+
+
+def test_a_create_with_a_resource_version_is_refused_as_etcd3_refuses_it(
+    api: Endpoint, ns: str
+) -> None:
+    """etcd3 store.Create refuses an object whose resourceVersion parses as a revision: a bare
+    500 (no reason: the error is not an API error), and nothing is stored. Clients re-creating
+    an object they read hit this on a real cluster; a fake server that took it would hide it."""
+    before = api.current_rv()
+    body = configmap("again")
+    body["metadata"]["resourceVersion"] = "1"
+    refused = api.request("POST", configmaps(ns), body)
+    assert refused.status == 500, refused
+    assert refused.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "resourceVersion should not be set on objects to be created",
+        "code": 500,
+    }
+    assert api.request("GET", configmaps(ns, "again")).status == 404
+    assert api.current_rv() == before
+    # What strconv.ParseUint does not read as a revision other than 0 is let through, and the
+    # server's own resourceVersion replaces it.
+    for sent in ("0", "-1", "abc", "18446744073709551616"):
+        body = configmap(f"rv-{len(sent)}-{sent.strip('-')[:3]}")
+        body["metadata"]["resourceVersion"] = sent
+        created = api.ok("POST", configmaps(ns), body, expect=201)
+        assert int(created["metadata"]["resourceVersion"]) > int(before), sent
+
+
+def test_a_created_object_has_its_metadata_in_go_field_order(api: Endpoint, ns: str) -> None:
+    """ObjectMeta is encoded in declaration order: resourceVersion right after uid, in the
+    answer to the POST, a GET, a list and the ADDED event alike."""
+    start = api.current_rv()
+    watch = api.watch(configmaps(ns) + query(watch=1, resourceVersion=start, timeoutSeconds=30))
+    try:
+        created = api.ok(
+            "POST", configmaps(ns), configmap("ordered", labels={"b": "2", "a": "1"}), expect=201
+        )
+        (event,) = watch.read_events(1)
+    finally:
+        watch.close()
+    order = ["name", "namespace", "uid", "resourceVersion", "creationTimestamp", "labels"]
+    for shown in (
+        created,
+        api.ok("GET", configmaps(ns, "ordered")),
+        api.ok("GET", configmaps(ns))["items"][0],
+        event["object"],
+    ):
+        assert [k for k in shown["metadata"] if k != "managedFields"] == order
+        assert list(shown["metadata"]["labels"]) == ["a", "b"]
 
 
 def test_deployment_generation_starts_at_one_and_bumps_on_spec_changes_only(

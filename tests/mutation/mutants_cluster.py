@@ -456,4 +456,40 @@ MUTANTS = [
         ],
         why="a container's own mount at the token path gets a second mount there",
     ),
+    dict(
+        name="create-takes-a-sent-resource-version",
+        path="kubesim/server/apiserver.py",
+        old="        if not dry_run and _nonzero_resource_version(sent_rv):",
+        new="        if False:",
+        tests=[
+            "tests/conformance/test_objects.py::"
+            "test_a_create_with_a_resource_version_is_refused_as_etcd3_refuses_it"
+        ],
+        why="a client that re-creates an object it read passes here and fails on a cluster",
+    ),
+    dict(
+        name="created-resource-version-last-in-metadata",
+        path="kubesim/server/apiserver.py",
+        old=(
+            '        meta["resourceVersion"] = sent_rv if dry_run and isinstance(sent_rv, str)'
+            ' else ""\n'
+        ),
+        new="",
+        tests=[
+            "tests/conformance/test_objects.py::"
+            "test_a_created_object_has_its_metadata_in_go_field_order"
+        ],
+        why="a created object's metadata is not in ObjectMeta's order on the wire",
+    ),
+    dict(
+        name="dry-run-without-managed-fields",
+        path="kubesim/server/apiserver.py",
+        old="        if self.field_manager is not None and event_type != DELETED:",
+        new="        if self.field_manager is not None and event_type != DELETED and not dry_run:",
+        tests=[
+            "tests/conformance/test_write_verbs.py::"
+            "test_dry_run_writes_answer_like_writes_and_store_nothing"
+        ],
+        why="a dry-run answer lacks the managedFields the write would store",
+    ),
 ]
