@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform, uuid4_drawer
-from kubesim.server import control_plane as control_plane_objects
 from kubesim.server import (
+    api_services,
     conversion,
     crd_schema,
     crds,
@@ -48,6 +48,7 @@ from kubesim.server import (
     tolerations,
     workloads,
 )
+from kubesim.server import control_plane as control_plane_objects
 from kubesim.server import node_lifecycle as node_lifecycle_controller
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
@@ -268,6 +269,7 @@ class APIServer:
         self.namespace_resource = self.resource("namespaces")
         self._service_accounts = service_accounts
         self._root_ca_bundle = root_ca_bundle
+        self._api_services = False  # kubesim.server.api_services, with the control plane
         self._default_tolerations = default_tolerations
         self._pod_spec_defaults = pod_spec_defaults
         self._pod_admission = service_accounts or default_tolerations  # skipped on most writes
@@ -297,6 +299,9 @@ class APIServer:
                 self.register(metrics_resource)
         if control_plane:
             with self.lock:
+                # The aggregator's APIServices (and, from now on, the CRDs' ones).
+                self._api_services = True
+                api_services.install(self)
                 control_plane_objects.install(
                     self, workloads=system_pods, metrics_server=metrics_server
                 )
@@ -459,6 +464,8 @@ class APIServer:
         self._notify_changed()
         if crds.is_crd_resource(resource):
             crds.sync(self, event)
+            if self._api_services:
+                api_services.sync_custom(self)
         if self._service_accounts:
             service_accounts.sync(self, event)
         if self._root_ca_bundle is not None:

@@ -20,8 +20,8 @@ components do:
   add-ons are applied: CoreDNS (a Deployment of two, the ``kube-dns`` Service at 10.96.0.10,
   its ServiceAccount and Corefile ConfigMap) and kube-proxy (a DaemonSet on every node, its
   ServiceAccount and ConfigMap); with the metrics API (``metrics_server=True``), a
-  metrics-server Deployment, as most clusters run one. The controllers and kubelets here then
-  run them like any workload.
+  metrics-server Deployment and Service, as most clusters run one. The controllers and
+  kubelets here then run them like any workload.
 
 Images and flags are those of a Kubernetes 1.33 kubeadm cluster, trimmed to what ``kubectl get``
 and ``describe`` show. A mirror pod that is deleted is not made again (a kubelet would).
@@ -90,6 +90,8 @@ def install(server: APIServer, *, workloads: bool, metrics_server: bool = False)
                 SYSTEM_NAMESPACE,
             )
             _create(server, "deployments", _metrics_server(), SYSTEM_NAMESPACE)
+            # What the metrics API's APIService points at (kubesim.server.api_services).
+            _create(server, "services", _metrics_server_service(), SYSTEM_NAMESPACE)
 
 
 def _create(server: APIServer, plural: str, body: JSON, namespace: str | None = None) -> JSON:
@@ -405,6 +407,17 @@ def _kube_proxy() -> JSON:
                     ],
                 },
             },
+        },
+    }
+
+
+def _metrics_server_service() -> JSON:
+    labels = {"k8s-app": "metrics-server"}
+    return {
+        "metadata": {"name": "metrics-server", "labels": labels},
+        "spec": {
+            "selector": labels,
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": "https"}],
         },
     }
 

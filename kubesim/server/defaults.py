@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kubesim.server.api_services import prepare_for_create as api_service_prepare_for_create
 from kubesim.server.encoding import METADATA_ORDER
 from kubesim.server.limit_ranges import limit_range_defaults
 
@@ -331,6 +332,7 @@ ON_CREATE: dict[tuple[str, str], Callable[[JSON, Iterator[str]], None]] = {
     ("batch", "CronJob"): _status({}),
     # desiredReplicas is the one status field autoscaling/v2 does not omit when empty.
     ("autoscaling", "HorizontalPodAutoscaler"): _status({"desiredReplicas": 0}),
+    ("apiregistration.k8s.io", "APIService"): lambda obj, _: api_service_prepare_for_create(obj),
 }
 
 

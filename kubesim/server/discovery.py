@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+from kubesim.server import api_services
 from kubesim.server.resources import SUBRESOURCES, ResourceType
 
 JSON = dict[str, Any]
@@ -47,6 +48,23 @@ def _groups(resources: list[ResourceType]) -> dict[str, list[str]]:
     return {group: sorted(versions, key=version_priority) for group, versions in groups.items()}
 
 
+def _ordered_groups(resources: list[ResourceType], *, legacy: bool) -> list[tuple[str, list[str]]]:
+    """The groups in the order kube-apiserver's aggregator lists them: its own group first, then
+    by their APIServices' ``groupPriorityMinimum``, highest first (:mod:`.api_services`), so
+    ``apps`` comes before ``batch`` and custom resources after every built-in group. Ties go by
+    APIService name in ``/apis`` (apiregistration's ``ByGroupPriorityMinimum``) and by group
+    name in aggregated discovery (aggregated/handler.go)."""
+    custom = {r.group for r in resources if r.list_items_have_type and not r.metrics}
+
+    def order(item: tuple[str, list[str]]) -> tuple[int, str]:
+        group, versions = item
+        priority = api_services.group_priority(group, versions, group in custom)
+        tie = min(api_services.name_of(group, v) for v in versions) if legacy else group
+        return (-priority, tie)
+
+    return sorted(_groups(resources).items(), key=order)
+
+
 _KUBE_VERSION = re.compile(r"^v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?$")
 
 
@@ -70,7 +88,7 @@ def api_group_list(resources: list[ResourceType]) -> JSON:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group_doc(g, v) for g, v in sorted(_groups(resources).items())],
+        "groups": [_group_doc(g, v) for g, v in _ordered_groups(resources, legacy=True)],
     }
 
 
@@ -225,8 +243,8 @@ def _discovery_resource(r: ResourceType) -> JSON:
 def aggregated(resources: list[ResourceType], *, legacy: bool, version: str) -> JSON:
     """The APIGroupDiscoveryList for /api (``legacy``) or /apis."""
     items: list[JSON] = []
-    groups = {"": ["v1"]} if legacy else _groups(resources)
-    for group, versions in sorted(groups.items()) if not legacy else groups.items():
+    groups = [("", ["v1"])] if legacy else _ordered_groups(resources, legacy=False)
+    for group, versions in groups:
         entries = []
         for v in versions:
             chosen = sorted(

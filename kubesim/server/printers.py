@@ -661,6 +661,29 @@ def pdb_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
     ]
 
 
+API_SERVICE_COLUMNS = [
+    NAME,
+    _column("Service", "The reference to the service that hosts this API endpoint."),
+    _column("Available", "Whether this service is available."),
+    AGE,
+]
+
+
+def api_service_cells(obj: JSON, now: _dt.datetime) -> list[Any]:
+    """kube-aggregator's table: ``Local`` or ``namespace/name``; the ``Available`` condition's
+    status, with its reason when it is not True, ``Unknown`` without one."""
+    spec = _dict(obj.get("spec"))
+    service = _dict(spec.get("service"))
+    where = f"{service.get('namespace', '')}/{service.get('name', '')}" if service else "Local"
+    available = "Unknown"
+    for condition in _list(_dict(obj.get("status")).get("conditions")):
+        if _dict(condition).get("type") == "Available":
+            status, reason = str(condition.get("status", "")), condition.get("reason")
+            available = status if status == "True" or not reason else f"{status} ({reason})"
+            break
+    return [_name(obj), where, available, _age(obj, now)]
+
+
 Printer = tuple[list[JSON], Cells]
 
 #: (group, kind) -> (column definitions, cells of one object).
@@ -684,4 +707,5 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("batch", "CronJob"): (CRON_JOB_COLUMNS, cron_job_cells),
     ("autoscaling", "HorizontalPodAutoscaler"): (HPA_COLUMNS, hpa_cells),
     ("policy", "PodDisruptionBudget"): (PDB_COLUMNS, pdb_cells),
+    ("apiregistration.k8s.io", "APIService"): (API_SERVICE_COLUMNS, api_service_cells),
 }

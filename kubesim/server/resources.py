@@ -243,8 +243,13 @@ def builtin_resources() -> list[ResourceType]:
                 status_subresource="status" in subresources,
                 scale_subresource="scale" in subresources,
                 return_deleted_object=(group, plural) in RETURNS_DELETED_OBJECT,
-                # Kinds split into spec and status track spec changes in metadata.generation.
-                generation_fields=("spec",) if "status" in subresources else (),
+                # Kinds split into spec and status track spec changes in metadata.generation,
+                # but for the few whose strategy never sets it.
+                generation_fields=(
+                    ("spec",)
+                    if "status" in subresources and (group, plural) not in _NO_GENERATION
+                    else ()
+                ),
             )
         )
     served = [
@@ -254,6 +259,10 @@ def builtin_resources() -> list[ResourceType]:
         for r in (*detailed, *generated)
     ]
     return [*served, *_views(served), *_reviews()]
+
+
+#: Kinds with a status subresource whose registry strategy leaves metadata.generation unset.
+_NO_GENERATION = frozenset({("apiregistration.k8s.io", "apiservices")})
 
 
 #: The built-in versions this release serves but has deprecated, with the warning every request

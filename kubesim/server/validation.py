@@ -127,7 +127,13 @@ def validate_labels(labels: Any, field: str) -> list[JSON]:
 
 
 # RBAC objects are named as path segments (ValidateRBACName): `system:basic-user` is valid.
-_PATH_SEGMENT_NAMED_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+_PATH_SEGMENT_NAMED_KINDS = {
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "APIService",  # kube-aggregator's ValidateAPIService, which also wants version.group
+}
 
 
 def _path_segment_errors(name: str) -> list[str]:
@@ -296,8 +302,29 @@ def _validate_cron_job(cron_job: JSON) -> list[JSON]:
     return causes
 
 
+def _validate_api_service(api_service: JSON) -> list[JSON]:
+    """kube-aggregator's ValidateAPIService: named ``version.group``, priorities in range."""
+    spec = api_service.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    causes: list[JSON] = []
+    name = api_service["metadata"].get("name")
+    wanted = f"{spec.get('version') or ''}.{spec.get('group') or ''}"
+    if isinstance(name, str) and name and name != wanted:
+        detail = f'must be `spec.version+"."+spec.group`: "{wanted}"'
+        causes.append(invalid_value("metadata.name", name, detail))
+    for field, most in (("groupPriorityMinimum", 20000), ("versionPriority", 1000)):
+        value = spec.get(field) or 0
+        if isinstance(value, int) and not 0 < value <= most:
+            causes.append(
+                invalid_value(f"spec.{field}", value, f"must be positive and less than {most}")
+            )
+    return causes
+
+
 # The checks of one kind, after ObjectMeta's, by (group, kind).
 _KIND_CHECKS = {
+    ("apiregistration.k8s.io", "APIService"): _validate_api_service,
     ("", "Pod"): _validate_pod,
     ("batch", "CronJob"): _validate_cron_job,
     **{

@@ -1081,6 +1081,22 @@ def test_top_reads_the_metrics_api_for_nodes_and_running_pods(kubectl_on_nodes: 
     assert all(row[1].endswith("m") and row[2].endswith("Mi") for row in pods[1:]), pods
 
 
+def test_apiservices_list_the_served_apis_and_the_metrics_api_is_waited_for(
+    kubectl_on_nodes: Kubectl,
+) -> None:
+    """What a CI script runs before ``kubectl top``: wait for the metrics APIService."""
+    kubectl = kubectl_on_nodes
+    kubectl.ok(
+        "wait", "--for=condition=Available", "apiservice/v1beta1.metrics.k8s.io", "--timeout=60s"
+    )
+    rows = [line.split() for line in kubectl.ok("get", "apiservices").splitlines()]
+    assert rows[0] == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    by_name = {row[0]: row[1:3] for row in rows[1:]}
+    assert by_name["v1beta1.metrics.k8s.io"] == ["kube-system/metrics-server", "True"]
+    assert by_name["v1.apps"] == ["Local", "True"]
+    assert by_name["v1."] == ["Local", "True"]
+
+
 @pytest.fixture(params=_binary_params())
 def kubectl_on_own_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kubectl]:
     """A cluster of two nodes for one test alone: draining a node would change where the

@@ -492,4 +492,48 @@ MUTANTS = [
         ],
         why="a dry-run answer lacks the managedFields the write would store",
     ),
+    dict(
+        name="discovery-groups-alphabetical",
+        path="kubesim/server/discovery.py",
+        old="    return sorted(_groups(resources).items(), key=order)",
+        new="    return sorted(_groups(resources).items())",
+        tests=[
+            "tests/unit/test_api_services.py::"
+            "test_discovery_lists_groups_by_priority_with_the_aggregator_s_own_group_first"
+        ],
+        why="discovery lists groups alphabetically, not in the aggregator's priority order",
+    ),
+    dict(
+        name="crd-apiservice-left-behind",
+        path="kubesim/server/api_services.py",
+        old="    for name in sorted(set(registered) - names):",
+        new="    for name in []:",
+        tests=[
+            "tests/unit/test_api_services.py::"
+            "test_crds_get_an_apiservice_per_served_group_version_while_they_serve_it"
+        ],
+        why="a deleted CRD's group-version stays registered as an APIService",
+    ),
+    dict(
+        name="local-apiservice-not-available",
+        path="kubesim/server/api_services.py",
+        old='    if isinstance(spec, dict) and spec.get("service") is None:',
+        new="    if False:",
+        tests=[
+            "tests/unit/test_api_services.py::"
+            "test_the_control_plane_registers_one_local_apiservice_per_built_in_group_version"
+        ],
+        why="local APIServices have no Available condition, so a client waits for them forever",
+    ),
+    dict(
+        name="apiservice-name-not-checked",
+        path="kubesim/server/validation.py",
+        old="    if isinstance(name, str) and name and name != wanted:",
+        new="    if False:",
+        tests=[
+            "tests/unit/test_api_services.py::"
+            "test_a_created_apiservice_is_validated_and_its_status_is_the_server_s"
+        ],
+        why="an APIService named other than version.group is accepted",
+    ),
 ]
