@@ -209,6 +209,18 @@ def test_expire_with_error_sends_a_410_event_after_queued_events_then_closes(
     assert server.open_watches == 0
 
 
+def test_a_watch_can_end_cleanly_at_once_with_no_event(server: APIServer) -> None:
+    """What client-go's reflector calls a "very short watch" (ended in under a second with no
+    event, which it treats as an error and backs off from): expire_watches() right after the
+    watch opened, no virtual time passed."""
+    stream = open_watch(server, PODS + f"?watch=1&resourceVersion={server.resource_version}")
+    opened = server.clock.now()
+    assert server.expire_watches() == 1
+    assert stream.poll() == b""  # a clean end: no event, no ERROR
+    assert server.clock.now() == opened
+    assert server.open_watches == 0
+
+
 def test_send_bookmarks_reaches_only_watches_that_allow_them(server: APIServer) -> None:
     server.create("pods", pod("a"), namespace="default")
     rv = server.resource_version
