@@ -305,8 +305,7 @@ def _validate_cron_job(cron_job: JSON) -> list[JSON]:
 def _validate_api_service(api_service: JSON) -> list[JSON]:
     """kube-aggregator's ValidateAPIService: named ``version.group``, priorities in range."""
     spec = api_service.get("spec")
-    if not isinstance(spec, dict):
-        return []
+    spec = spec if isinstance(spec, dict) else {}  # then both priorities are 0: refused
     causes: list[JSON] = []
     name = api_service["metadata"].get("name")
     wanted = f"{spec.get('version') or ''}.{spec.get('group') or ''}"
