@@ -76,8 +76,20 @@ def _request(server: APIServer, method: str, path: str, body: object = None) -> 
     return response.status, loads(response.body)
 
 
-# What validation requires beyond a name (kubesim validates pods' containers).
-MINIMAL_SPECS = {"pods": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+# What validation requires beyond a name: pods' containers; an APIService's group, version
+# and priorities, and a name that is its version.group.
+MINIMAL_SPECS = {
+    "pods": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    "apiservices": {
+        "spec": {
+            "group": "kubesim.example.com",
+            "version": "v1",
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+        }
+    },
+}
+NAMES = {"apiservices": "v1.kubesim.example.com"}
 
 
 def test_every_served_kind_is_created_read_listed_watched_and_deleted() -> None:
@@ -91,7 +103,7 @@ def test_every_served_kind_is_created_read_listed_watched_and_deleted() -> None:
             if resource.namespaced
             else f"{base}/{resource.plural}"
         )
-        name = "kubesim-test"
+        name = NAMES.get(resource.plural, "kubesim-test")
         start = server.resource_version
         stream = server.watch(
             resource.stored_as or resource,  # a version served by conversion keeps no objects
