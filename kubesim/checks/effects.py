@@ -1,21 +1,44 @@
-"""Oracle: side effects happen once (P-once).
+"""Oracles over the store's side effects: each happens once (P-once), and none is missed.
 
 A store's ``effects()`` hook returns the side effects it performed, in order, each as a
 hashable key that names *which change* caused it: ``(uid, resourceVersion)`` for a handler that
 must run once per change, ``(uid, generation)`` for a reconcile per spec change, a uid for a
-once-per-object action (a welcome message, an external registration). The same key twice is a
-duplicate side effect: what a store that treats every synthetic ADDED after a re-watch as new
-does (kopf's resumes, flyte, dotnet-operator-sdk).
+once-per-object action (a welcome message, an external registration).
+
+- :func:`check_effects_once`: the same key twice is a duplicate side effect: what a store that
+  treats every synthetic ADDED after a re-watch as new does (kopf's resumes, flyte,
+  dotnet-operator-sdk). When the repeat came with a relist, the report says so: client-go
+  delivers every object again on a relist (and on a resync), so a handler keyed per change
+  must skip what it has already handled.
+- :func:`check_effects_expected`: with an ``expects(event)`` hook, the store declares which
+  changes it must react to; every key it expects must be among its effects at least once (a
+  Job deleted while the watch was down that the store never cleans up after, a completion
+  never reported). The runner asks ``expects`` about the changes no correct store can miss
+  (:meth:`kubesim.scenario.run.ScenarioRun.collect_expectations`).
+
+One declaration gives both directions: ``expects`` says what must happen, ``effects-once``
+that it happens no more than once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
 from kubesim.checks.recording import Recording
 from kubesim.checks.violation import Violation
 
 NEEDS = ("effects",)
+EXPECTS_NEEDS = ("effects", "expects")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An effect key the store had to perform, and the change that called for it."""
+
+    key: Any
+    why: str  # "deletion of team-0/web-003 (rv 41)"
 
 
 def check_effects_once(recording: Recording) -> Violation | None:
@@ -35,5 +58,54 @@ def check_effects_once(recording: Recording) -> Violation | None:
         "effects-once",
         f"{len(repeated)} side effect(s) performed more than once ({extra} extra, "
         f"{len(recording.effects)} in all)",
-        tuple(f"{key!r} performed {n} times" for key, n in repeated[:5]),
+        tuple(f"{key!r} performed {n} times{_cause(recording, key)}" for key, n in repeated[:5]),
+    )
+
+
+def _cause(recording: Recording, key: Any) -> str:
+    """Where the first repeat of ``key`` came from: a relist, a re-watch or resync, a restart."""
+    rounds = recording.effect_rounds
+    if len(rounds) != len(recording.effects):
+        return ""
+    at = [rounds[i] for i, performed in enumerate(recording.effects) if performed == key]
+    first, again = at[0], at[1]
+    by_index = {r.index: r for r in recording.rounds}
+    now, before = by_index.get(again), by_index.get(again - 1)
+    if now is None or before is None:
+        return ""
+    step = f"round {again}: {now.step}"
+    if first == again:
+        return f" (twice in one round, {step})"
+    if "crash and restart" in now.step:
+        return f" (again after the store restarted, {step})"
+    if now.lists > before.lists:
+        return (
+            f" (again with a relist, {step}: a relist delivers every object again, as "
+            "client-go's Replace does; a handler keyed per change must skip what it handled)"
+        )
+    return (
+        f" (again with no new version, {step}: a re-watch's synthetic ADDED or a resync "
+        "delivered it again)"
+    )
+
+
+def check_effects_expected(recording: Recording) -> Violation | None:
+    expected = recording.expected
+    if not expected:
+        return None
+    try:
+        performed = set(recording.effects)
+    except TypeError as exc:
+        return Violation(
+            "effects-expected",
+            f"effects() must return hashable keys, e.g. (uid, resourceVersion): {exc}",
+        )
+    missed = [e for e in expected if e.key not in performed]
+    if not missed:
+        return None
+    return Violation(
+        "effects-expected",
+        f"{len(missed)} of the {len(expected)} effect(s) the store's expects() declared were "
+        "never performed",
+        tuple(f"{e.key!r}: for the {e.why}" for e in missed[:8]),
     )

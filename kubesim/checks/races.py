@@ -33,7 +33,7 @@ failure enters the trace, and the same run must give the same trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,6 +289,17 @@ class ServerVersions:
             self._objects[identity] = obj
             self._rvs.setdefault(identity[0], []).append(identity[1])
 
+    def base_objects(self, plurals: Collection[str]) -> list[Any]:
+        """The objects of ``plurals`` stored at attach that no recorded event wrote (those the
+        events do not explain)."""
+        written = {event.new.obj["metadata"]["uid"] for event in self.events}
+        return [
+            stored.obj
+            for plural in sorted(plurals)
+            for stored in self._base.get(plural, {}).values()
+            if stored.obj["metadata"]["uid"] not in written
+        ]
+
     def content(self, uid: str, rv: str) -> Any:
         """What the server emitted for ``uid`` at ``rv`` (without kind/apiVersion), or None."""
         obj = self._objects.get((uid, rv))
@@ -479,8 +490,13 @@ def check_snapshot_reads(
     resource: str = "pods",
     namespace: str | None = None,
     scope: Callable[[Any], bool] | None = None,
+    subset: bool = False,
 ) -> list[RaceViolation]:
     """Each whole-cache read must be the server's state of ``resource`` at ONE resourceVersion.
+
+    ``subset``: the store's reads are filtered (an index that serves only pods with an IP, a
+    table of running pods): each read must then be a part of one state, every object it holds
+    at that state's version, and a read that lacks objects is not torn for that alone.
 
     The read's (uid, resourceVersion) set is compared with the server's state after every
     commit :class:`ServerVersions` recorded (an incremental count, O(state + commits) per
@@ -505,7 +521,7 @@ def check_snapshot_reads(
             wanted[identity] = wanted.get(identity, 0) + 1
         if not wanted and not read.listed:
             continue  # nothing yet, before the first list: not synced, not torn
-        best = _best_state(wanted, start_rv, start, transitions, read)
+        best = _best_state(wanted, start_rv, start, transitions, read, subset=subset)
         if best is None:
             continue
         if best[0] < 0:
@@ -523,9 +539,12 @@ def _best_state(
     start: dict[Key, Identity],
     transitions: list[tuple[int, Key, Identity | None, Identity | None]],
     read: SnapshotRead,
+    *,
+    subset: bool = False,
 ) -> tuple[int, int] | None:
-    """None if some state inside the read's bounds equals the read; else (mismatch, rv) of
-    the closest state inside the bounds, or (-1, -1) if no known state is inside them."""
+    """None if some state inside the read's bounds equals the read (holds it, with
+    ``subset``); else (mismatch, rv) of the closest state inside the bounds, or (-1, -1) if no
+    known state is inside them."""
     lo = read.not_before if read.not_before is not None else start_rv
     hi = read.not_after
     duplicates = sum(n - 1 for n in wanted.values())
@@ -535,7 +554,7 @@ def _best_state(
 
     def consider(rv: int) -> bool:
         nonlocal best
-        mismatch = (len(wanted) - matched) + (size - matched) + duplicates
+        mismatch = (len(wanted) - matched) + duplicates + (0 if subset else size - matched)
         if best is None or (mismatch, -matched) < best[:2]:
             best = (mismatch, -matched, rv)
         return mismatch == 0

@@ -44,6 +44,8 @@ class Round:
     # The containers near the store's roots, by path (kubesim.checks.retained.Container):
     # how the bounded oracle names what grows.
     containers: Mapping[str, Any] | None = None
+    lists: int = 0  # lists the server answered in full so far (a store's relists among them)
+    refused: int = 0  # requests answered with an injected error so far (fail_requests, outages)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class Recording:
 
     hooks: frozenset[str]
     rounds: list[Round] = field(default_factory=list)
+    # How many tail rounds the setup asked for (the runner plays as many again when they grow:
+    # kubesim.checks.bounded.window).
+    tail_rounds: int = 0
     reads: list[Read] = field(default_factory=list)
     effects: list[Any] = field(default_factory=list)
     failure: BaseException | None = None
@@ -75,6 +80,13 @@ class Recording:
     # label and field selectors), or None for every pod: reads are judged against that part
     # of the server's state.
     scope: Any = None
+    # The scopes of the store's watches on that resource, one predicate each, when it has
+    # several (a reflector per namespace): reads are judged scope by scope.
+    scopes: list[Any] = field(default_factory=list)
+    # Set (to what showed it) when read() at a quiescent point lacked objects the server has in
+    # the store's scope: the store's reads are filtered by design (an index serving pods with
+    # an IP), and snapshot reads are judged as parts of one state.
+    partial_reads: str | None = None
     # Race violations found while the run went on (isolation is checked at every quiescent
     # point; a read is compared with what the server emitted the moment it returns).
     race_violations: list[Any] = field(default_factory=list)
@@ -85,6 +97,16 @@ class Recording:
     # report): the scheduler's stops (kubesim.sched.scheduler.Stop) and, for each step of the
     # scenario, (round, line, scheduling points so far, virtual time) when it began.
     stops: list[Any] | None = None
+    # The history oracle's capture: the long-running store and a fresh one, side by side at
+    # the end of the run (kubesim.checks.history.FreshComparison), or None when not taken.
+    fresh: Any = None
+    # With an expects() hook: the effects the store had to perform (kubesim.checks.effects.
+    # Expected), asked of the store at the end of the run; None without the hook.
+    expected: list[Any] | None = None
+    # Rounds whose step was a lasting outage (the progress oracle holds them to a backoff).
+    outage_rounds: list[int] = field(default_factory=list)
+    # The round each entry of ``effects`` was reported at (its quiescent point).
+    effect_rounds: list[int] = field(default_factory=list)
     step_starts: list[tuple[int, str, int, float]] = field(default_factory=list)
 
 

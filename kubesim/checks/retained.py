@@ -11,8 +11,10 @@ The walk *stops* (does not count, does not enter) at:
 - kubesim's harness: instances of classes defined in ``kubesim.server``, ``kubesim.sim``,
   ``kubesim._core``, ``kubesim.transport``, ``kubesim.checks``, ``kubesim.cli`` (the API
   server and everything it owns, the Simulation, the in-process PoolManager and sessions, the
-  clock, the trace). ``kubesim.sched`` primitives are walked: a store uses them in place of
-  its own locks and queues, so what it puts in them is its own.
+  clock, the trace), and the scheduler itself (``kubesim.sched.scheduler``: its thread
+  records, which an adopted thread's ``run`` refers to). ``kubesim.sched`` primitives are
+  walked: a store uses them in place of its own locks and queues, so what it puts in them is
+  its own.
 - an asyncio event loop and its scheduled callbacks (``Handle``, ``TimerHandle``): the
   machinery an async store runs on, as a thread's stack is for a threaded store (frames are
   not entered either). What the store's tasks and futures hold is walked.
@@ -45,6 +47,9 @@ HARNESS_PACKAGES: tuple[str, ...] = (
     "kubesim.transport",
     "kubesim.checks",
     "kubesim.cli",
+    "kubesim.sched.scheduler",
+    "kubesim.sched.strategies",
+    "kubesim.sched.tracing",
 )
 
 # How deep (in steps from a root) containers are recorded by path. store.cache[ns][name] is 3.

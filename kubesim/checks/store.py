@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 from kubesim.checks import bounded, effects, progress, state
 from kubesim.checks.recording import Recording
@@ -18,10 +19,18 @@ from kubesim.checks.violation import Violation
 
 @dataclass(frozen=True)
 class Oracle:
+    """One property: its check, the hooks it needs, and what it takes to exercise it.
+
+    ``exercised(recording)`` is None when the run gave the check something to judge, else why
+    not (``no read() was made``): a check with nothing to judge did not pass, and a campaign
+    whose every example left it so reports it as *not exercised*.
+    """
+
     name: str
     check: Callable[[Recording], Violation | None]
     needs: tuple[str, ...]
     summary: str
+    exercised: Callable[[Recording], str | None] = lambda recording: None
 
 
 def _failure(recording: Recording) -> Violation | None:
@@ -46,21 +55,67 @@ def _failure(recording: Recording) -> Violation | None:
 
 
 def _snapshot_reads(recording: Recording) -> Violation | None:
-    from kubesim.checks.races import check_snapshot_reads
+    from kubesim.checks.races import SnapshotRead, check_snapshot_reads
 
     if recording.versions is None or not recording.snapshot_reads:
         return None
-    found = check_snapshot_reads(
-        recording.snapshot_reads, recording.versions, scope=recording.scope
-    )
+    found = []
+    scopes = recording.scopes
+    if len(scopes) < 2:
+        found = check_snapshot_reads(
+            recording.snapshot_reads,
+            recording.versions,
+            scope=recording.scope,
+            subset=recording.partial_reads is not None,
+        )
+    else:
+        # One watch per scope (a reflector per namespace): each scope is consistent at its
+        # own resourceVersion, and no multi-namespace cache promises more than that.
+        for scope in scopes:
+            parts = [
+                SnapshotRead(
+                    read.reader,
+                    [o for o in read.objects if scope(_stored(recording, o))],
+                    read.step,
+                    read.not_before,
+                    read.not_after,
+                    read.listed,
+                )
+                for read in recording.snapshot_reads
+            ]
+            found.extend(
+                check_snapshot_reads(
+                    parts,
+                    recording.versions,
+                    scope=scope,
+                    subset=recording.partial_reads is not None,
+                )
+            )
     if not found:
         return None
+    partial = (
+        f"; reads are judged as parts of a state ({recording.partial_reads})"
+        if recording.partial_reads
+        else ""
+    )
     return Violation(
         "snapshot-reads",
         f"{len(found)} of {len(recording.snapshot_reads)} read(s) were not the server's state "
-        "at one resourceVersion (torn across a change or a relist)",
+        f"at one resourceVersion (torn across a change or a relist){partial}",
         tuple(str(v) for v in found[:5]),
     )
+
+
+class _Version:
+    """A recorded version as a watch's ``matches`` takes it (``.obj``)."""
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+
+def _stored(recording: Recording, identity: Any) -> _Version:
+    meta = identity["metadata"]
+    return _Version(recording.versions.content(meta["uid"], meta["resourceVersion"]) or identity)
 
 
 def _isolation(recording: Recording) -> Violation | None:
@@ -76,6 +131,13 @@ def _isolation(recording: Recording) -> Violation | None:
     )
 
 
+def _history(recording: Recording) -> Violation | None:
+    # Imported when judged: the pytest plugin reads this table without the walk's machinery.
+    from kubesim.checks.history import check_history
+
+    return check_history(recording)
+
+
 def _clean_stop(recording: Recording) -> Violation | None:
     if not recording.stopped or not recording.still_running:
         return None
@@ -87,16 +149,115 @@ def _clean_stop(recording: Recording) -> Violation | None:
     )
 
 
+def _tail_reached(recording: Recording) -> str | None:
+    return None if len(bounded.tail(recording)) >= 3 else "the run ended before its tail rounds"
+
+
+def _viewed(recording: Recording) -> str | None:
+    judged = [r for r in recording.rounds if r.phase in ("quiesce", "tail") and r.view is not None]
+    return None if judged else "the run ended before the store re-synced"
+
+
+def _read(recording: Recording) -> str | None:
+    return None if recording.reads else NO_READ
+
+
+def _snapshots(recording: Recording) -> str | None:
+    if not recording.reads:
+        return NO_READ
+    if not recording.snapshot_reads:
+        return "no read() handed out objects with a uid and resourceVersion to judge"
+    return None
+
+
+def _performed(recording: Recording) -> str | None:
+    return None if recording.effects else "no effect was performed"
+
+
+def _expected(recording: Recording) -> str | None:
+    return None if recording.expected else "expects() declared no effect for the run's changes"
+
+
+def _stopped(recording: Recording) -> str | None:
+    return None if recording.stopped else "stop() was not called (the run ended early)"
+
+
+def _compared(recording: Recording) -> str | None:
+    fresh = recording.fresh
+    if fresh is None:
+        return "no fresh store was compared (the run ended early)"
+    return fresh.note or None
+
+
+# Why isolation and snapshot-reads judged nothing: a campaign names the step it did not draw.
+NO_READ = "no read() was made"
+
 ORACLES: tuple[Oracle, ...] = (
     Oracle("failure", _failure, (), "no thread raised, deadlocked, spun or blocked outside"),
-    Oracle("bounded", bounded.check_bounded, (), "structures and retained bytes stay flat"),
-    Oracle("converge", state.check_converged, state.NEEDS, "the view ends equal to the server"),
-    Oracle("monotone", state.check_monotone, state.NEEDS, "no version goes back, no resurrection"),
-    Oracle("effects-once", effects.check_effects_once, effects.NEEDS, "no duplicate side effect"),
+    Oracle(
+        "bounded",
+        bounded.check_bounded,
+        (),
+        "structures and retained bytes stay flat",
+        _tail_reached,
+    ),
+    Oracle(
+        "converge",
+        state.check_converged,
+        state.NEEDS,
+        "the view ends equal to the server",
+        _viewed,
+    ),
+    Oracle(
+        "monotone",
+        state.check_monotone,
+        state.NEEDS,
+        "no version goes back, no resurrection",
+        _viewed,
+    ),
+    Oracle(
+        "effects-once",
+        effects.check_effects_once,
+        effects.NEEDS,
+        "no duplicate side effect",
+        _performed,
+    ),
+    Oracle(
+        "effects-expected",
+        effects.check_effects_expected,
+        effects.EXPECTS_NEEDS,
+        "every effect expects() declares is performed",
+        _expected,
+    ),
     Oracle("progress", progress.check_progress, progress.NEEDS, "no hot request loop"),
-    Oracle("snapshot-reads", _snapshot_reads, ("read",), "each read is one server state"),
-    Oracle("isolation", _isolation, ("read",), "handed-out objects never change while shared"),
-    Oracle("clean-stop", _clean_stop, ("stop",), "stop() leaves no store thread running"),
+    Oracle(
+        "snapshot-reads",
+        _snapshot_reads,
+        ("read",),
+        "each read is one server state",
+        _snapshots,
+    ),
+    Oracle(
+        "isolation",
+        _isolation,
+        ("read",),
+        "handed-out objects never change while shared",
+        _read,
+    ),
+    Oracle(
+        "clean-stop",
+        _clean_stop,
+        ("stop",),
+        "stop() leaves no store thread running",
+        _stopped,
+    ),
+    Oracle(
+        "history",
+        _history,
+        (),
+        "a long-running store holds what a fresh one holds",
+        _compared,
+    ),
 )
 """Every oracle, in the order :func:`judge` runs them: its name, check, needed hooks, summary."""
 
@@ -108,6 +269,8 @@ class Verdict:
     violations: tuple[Violation, ...]
     ran: tuple[str, ...]
     skipped: tuple[tuple[str, str], ...]  # (oracle, why)
+    # Oracles that ran and found nothing to judge in this run (oracle, why): not a pass.
+    unexercised: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -125,6 +288,7 @@ def judge(recording: Recording, *, only: Collection[str] | None = None) -> Verdi
     violations: list[Violation] = []
     ran: list[str] = []
     skipped: list[tuple[str, str]] = []
+    unexercised: list[tuple[str, str]] = []
     for oracle in ORACLES:
         if only is not None and oracle.name not in only and oracle.name != ALWAYS:
             skipped.append((oracle.name, NOT_SELECTED))
@@ -140,7 +304,11 @@ def judge(recording: Recording, *, only: Collection[str] | None = None) -> Verdi
         found = oracle.check(recording)
         if found is not None:
             violations.append(found)
-    return Verdict(tuple(violations), tuple(ran), tuple(skipped))
+            continue
+        why = oracle.exercised(recording)
+        if why is not None:
+            unexercised.append((oracle.name, why))
+    return Verdict(tuple(violations), tuple(ran), tuple(skipped), tuple(unexercised))
 
 
 def checked_oracles(names: Collection[str]) -> tuple[str, ...]:

@@ -19,6 +19,8 @@ from typing import Any
 from kubesim.cli.main import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
 
 FAULT_HELP = "comma-separated step kinds to draw faults from (default: all); see --list-kinds"
+# Thread schedules per scenario with --races.
+RACE_SCHEDULES = 8
 
 
 def add_parsers(commands: Any) -> None:
@@ -51,7 +53,14 @@ def add_parsers(commands: Any) -> None:
     faults.add_argument(
         "--no-faults", action="store_true", help="draw only workload steps (no faults)"
     )
+    check.add_argument(
+        "--oracles",
+        metavar="NAMES",
+        help="comma-separated oracles to judge by (default: every one the store's hooks "
+        "allow; failure always judges); see --list-oracles",
+    )
     check.add_argument("--list-kinds", action="store_true", help="list step kinds and exit")
+    check.add_argument("--list-oracles", action="store_true", help="list oracles and exit")
     check.add_argument(
         "--database",
         default=None,
@@ -64,6 +73,12 @@ def add_parsers(commands: Any) -> None:
         default=[],
         metavar="MODULE",
         help="module whose code gets scheduling points (repeatable): races inside the store",
+    )
+    check.add_argument(
+        "--races",
+        action="store_true",
+        help=f"try {RACE_SCHEDULES} thread schedules per scenario instead of one (the store's "
+        "own module always gets scheduling points; --traced adds more)",
     )
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument(
@@ -110,9 +125,35 @@ def _print_kinds() -> None:
         print(f"{row.kind:<14} {row.fault or '-':<10} {row.summary}")
 
 
+def _print_oracles() -> None:
+    from kubesim.checks.store import ORACLES
+
+    for oracle in ORACLES:
+        needs = ", ".join(f"{hook}()" for hook in oracle.needs) or "-"
+        print(f"{oracle.name:<17} {needs:<22} {oracle.summary}")
+
+
+def _oracles(args: argparse.Namespace) -> list[str] | None:
+    from kubesim.checks.store import ORACLES
+
+    if not args.oracles:
+        return None
+    wanted = [name.strip() for name in args.oracles.split(",") if name.strip()]
+    known = [oracle.name for oracle in ORACLES]
+    unknown = [name for name in wanted if name not in known]
+    if unknown or not wanted:
+        raise argparse.ArgumentTypeError(
+            f"--oracles: unknown oracle(s) {unknown or args.oracles!r}; oracles are {known}"
+        )
+    return wanted
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     if args.list_kinds:
         _print_kinds()
+        return EXIT_OK
+    if args.list_oracles:
+        _print_oracles()
         return EXIT_OK
     if args.replay:
         return _replay(args.replay, as_json=args.json, report_path=args.report)
@@ -126,6 +167,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         factory = load_factory(args.factory)
         kinds = _kinds(args)
+        oracles = _oracles(args)
         traced = [_import(name) for name in args.traced]
         if args.report:
             _check_report_path(args.report)
@@ -159,6 +201,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             traced=traced,
             on_example=on_example,
             max_time=args.max_time,
+            oracles=oracles,
+            schedules=RACE_SCHEDULES if args.races else 1,
         )
     except (ValueError, TypeError) as exc:  # StoreContractError is a ValueError
         progress.close()
@@ -231,14 +275,21 @@ def _print_report(report: Any, elapsed: float) -> None:
         )
     print(f"kubesim check {report.factory}: {outcome} ({elapsed:.1f} s, {rate:.1f} examples/s)")
     print(f"oracles run: {', '.join(sorted(report.ran)) or 'none'}")
+    for name, why in sorted(report.not_exercised.items()):
+        print(f"oracle not exercised: {name} ({why})")
     for name, why in sorted(report.skipped.items()):
         print(f"oracle skipped: {name} ({why})")
-    if report.kinds:
-        shown = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-        print(f"steps drawn: {shown}")
+    print(f"steps drawn: {_drawn(report)}")
     if report.found is not None:
         print()
         print(report.found)
+
+
+def _drawn(report: Any) -> str:
+    """Every step kind with how many steps of it the campaign drew, in table order."""
+    from kubesim.scenario.steps import STEP_KINDS
+
+    return ", ".join(f"{row.kind} {report.kinds.get(row.kind, 0)}" for row in STEP_KINDS)
 
 
 def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
@@ -248,7 +299,11 @@ def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
         "examples": report.examples,
         "found_at": report.found_at,
         "seconds": round(elapsed, 3),
-        "oracles": {"ran": sorted(report.ran), "skipped": dict(sorted(report.skipped.items()))},
+        "oracles": {
+            "ran": sorted(report.ran),
+            "not_exercised": dict(sorted(report.not_exercised.items())),
+            "skipped": dict(sorted(report.skipped.items())),
+        },
         "steps_drawn": dict(sorted(report.kinds.items())),
     }
     if failure is not None:

@@ -9,8 +9,8 @@ Contract of the dict (every value JSON-serialisable):
 
 - ``factory``, ``ok``, ``examples``, ``found_at``, ``seconds``, ``seed``;
 - ``oracles``: one entry per oracle, in kubesim's order: ``name``, ``summary`` (what it checks),
-  ``status`` (``"failed"``, ``"passed"`` or ``"skipped"``) and ``why`` (the reason it was
-  skipped, or the violation's summary);
+  ``status`` (``"failed"``, ``"passed"``, ``"not exercised"`` or ``"skipped"``) and ``why``
+  (why it was not exercised or skipped, or the violation's summary);
 - ``coverage``: ``steps_drawn`` (kind -> count) and ``kinds`` (every kind, drawn or not);
 - ``failure`` (only when a property broke): ``violations`` (property, summary, details),
   ``scenario`` (the steps' lines), ``schedule``, ``trace``, ``replay`` (the command),
@@ -46,6 +46,8 @@ def campaign_data(
             status, why = "failed", summaries[oracle.name]
         elif oracle.name in report.ran:
             status, why = "passed", ""
+        elif oracle.name in report.not_exercised:
+            status, why = "not exercised", report.not_exercised[oracle.name]
         else:
             status, why = "skipped", report.skipped.get(oracle.name, "not run")
         oracles.append(

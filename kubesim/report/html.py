@@ -17,7 +17,12 @@ from kubesim import __version__
 
 # One color per thread lane, in order of first appearance (then reused).
 LANE_COLORS = ("#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#ef4444", "#14b8a6", "#ec4899")
-STATUS_MARK = {"failed": "✗ failed", "passed": "✓ passed", "skipped": "– skipped"}
+STATUS_MARK = {
+    "failed": "✗ failed",
+    "passed": "✓ passed",
+    "not exercised": "○ not exercised",
+    "skipped": "– skipped",
+}
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;
@@ -29,7 +34,8 @@ color:#fff}.ok{background:#059669}.failed{background:#dc2626}
 .meta{color:#6b7280}table{border-collapse:collapse;width:100%;margin:.5rem 0}
 td,th{border-bottom:1px solid #e5e7eb;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f9fafb}tr.status-failed td{background:#fef2f2}
-tr.status-skipped td{color:#6b7280}code,pre{font:13px ui-monospace,monospace}
+tr.status-skipped td{color:#6b7280}tr.status-not-exercised td{background:#fffbeb}
+code,pre{font:13px ui-monospace,monospace}
 pre{background:#f3f4f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
 .replay{display:flex;gap:.5rem;align-items:flex-start}.replay pre{flex:1;margin:0}
 button{font:inherit;padding:.3rem .7rem;cursor:pointer}
@@ -81,7 +87,8 @@ def render(data: dict[str, Any]) -> str:
 
 def _oracles(oracles: list[dict[str, Any]]) -> list[str]:
     rows = [
-        f'<tr class="status-{o["status"]}"><td><code>{escape(o["name"])}</code></td>'
+        f'<tr class="status-{o["status"].replace(" ", "-")}">'
+        f"<td><code>{escape(o['name'])}</code></td>"
         f"<td>{STATUS_MARK[o['status']]}</td><td>{escape(o['summary'])}</td>"
         f"<td>{escape(o['why'])}</td></tr>"
         for o in oracles

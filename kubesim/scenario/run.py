@@ -25,7 +25,7 @@ import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim.checks.recording import (
@@ -38,7 +38,9 @@ from kubesim.checks.recording import (
     observe,
 )
 from kubesim.scenario.steps import Key, Step
+from kubesim.sched.strategies import Preemptions
 from kubesim.server.apiserver import APIServer
+from kubesim.sim.store import FactoryFailed
 from kubesim.workload.pods import make_pod
 
 StoreFactory = Callable[[Any], Any]
@@ -63,7 +65,9 @@ class HotRequestLoop(BaseException):
     """
 
 
-HOOKS = ("view", "read", "sizes", "workers", "effects", "stop")
+HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "history_dependent")
+# Virtual seconds a fresh store (the history oracle's) may take to sync with the server.
+FRESH_SYNC = 60.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class Setup:
     # every quiescent point. The walk is exact and deterministic, and it costs: off for
     # campaigns that only look for races, say.
     memory: bool = True
+    # The history oracle: at the end, start a fresh store from the factory against the same
+    # server and compare it with the long-running one (kubesim.checks.history).
+    fresh: bool = True
 
     def __post_init__(self) -> None:
         if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
@@ -108,24 +115,39 @@ class ScenarioRun:
         self.sim = simulation
         self.server: APIServer = simulation.server
         self._names = itertools.count()
+        self._values = itertools.count(1)
         self._readers = itertools.count(1)
         self.lines: list[str] = []
         self.store: Any = None
         # An async store's loop (kubesim.sim.async_store), None for a threaded store. The
         # schedule's points reorder its ready callbacks as they preempt threads.
         self._async: Any = None
-        self._loop_order = LoopOrder(schedule)
+        # An async store's loop reorders ready callbacks at the schedule's points (a hot
+        # preemption -(k + 1) is the k-th: a loop has no threads to preempt).
+        self._loop_order = LoopOrder(sorted({p if p >= 0 else -p - 1 for p in schedule}))
         self.recording = Recording(hooks=frozenset())
         self._round = 0
         self._instant = -1.0
         self._requests_at_instant = 0
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
+        # Readers whose read waits for the store's next relist (see start_reader): registered
+        # for the next step, then armed when it starts (released at a list or after it).
+        self._readers_deferred: list[threading.Event] = []
+        self._readers_armed: list[threading.Event] = []
+        self._step_readers: set[str] = set()  # the readers that read at each step's start
         self._store_started_rv = 0
         self._lists_at_start = 0
+        self._watches_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
         self.server.request_listeners.append(self._count_request)
+        self._stop_armed = False
+        self.server.in_flight_hooks.append(self._in_flight)
+        # What the server hands the store (each object version's rv): the missed-effect oracle
+        # expects a reaction only to the deletion of an object the store was shown.
+        self._shown: set[int] = set()
+        self.server.delivery_listeners.append(lambda stored: self._shown.add(stored.rv))
 
     def _count_request(self, method: str, path: str) -> None:
         # Requests at one instant of virtual time: a store that waits (a sleep, a watch that
@@ -151,75 +173,105 @@ class ScenarioRun:
         number = next(self._names)
         return (f"team-{number % self.setup.namespaces}", f"web-{number:03d}")
 
+    def fresh_value(self) -> int:
+        return next(self._values)
+
     def start_reader(self) -> str | None:
         if "read" not in self.recording.hooks:
             return None
         name = f"reader-{next(self._readers)}"
 
-        def reader() -> None:
-            # A consumer that keeps reading (a scraper): once per step from the next one on,
-            # each read overlapping the store's reaction to that step. The Event is created
-            # here, inside the run, so it is a simulated one the driver can set.
-            while True:
-                go = threading.Event()
-                self._readers_waiting.append(go)
-                go.wait()
-                self._read(name, self._round)
+        def reader(waiting: str, thread: str) -> Callable[[], None]:
+            def read_again() -> None:
+                # The Event is created here, inside the run, so it is a simulated one the
+                # driver (or the store's request) can set. ``waiting`` names the list it
+                # waits in (the lists are swapped when released, so looked up each time).
+                while True:
+                    go = threading.Event()
+                    getattr(self, waiting).append(go)
+                    go.wait()
+                    self._read(thread, self._round)
 
-        self.sim.spawn(reader, name=name)
+            return read_again
+
+        # A consumer that keeps reading (a scraper): once per step from the next one on,
+        # overlapping the store's reaction to it; and a second one that reads whenever the
+        # store asks for a list, so that it is runnable exactly while a relist is applied and
+        # a preemption there lets it read a relist half done.
+        self._step_readers.add(name)
+        self.sim.spawn(reader("_readers_waiting", name), name=name)
+        self.sim.spawn(reader("_readers_deferred", f"{name}-relist"), name=f"{name}-relist")
         return name
 
     def crash_and_restart_store(self) -> None:
         self.sim.crash_store()
         self._readers_waiting.clear()
+        self._readers_deferred.clear()
+        self._readers_armed.clear()
         self._start_store()
 
     def advance(self, seconds: float) -> None:
         self._rebase_schedule()
+        # What the step did so far (a cut connection, a new fault) is reacted to now, before
+        # time moves: an outage must meet the store's retries, not its first one at the end.
+        self.sim.settle()
         self.sim.advance(seconds)
 
     # -- running -----------------------------------------------------------------------------
-    def _start_store(self) -> None:
+    def _launch(self, instance: _Instance, order: Any) -> Callable[[], None]:
+        """The body of a store's main thread: build the store from the factory, run it.
+
+        The factory runs in the store's own controlled thread: the locks, conditions and events
+        a store creates in ``__init__`` are then simulated ones, as its threads'. A factory that
+        raises, or returns something that is not a store, ends the thread quietly with the
+        problem recorded in ``instance``: a usage error, not a finding.
+        """
         from kubesim.sim.async_store import AsyncStoreHost, is_async_factory, is_async_store
         from kubesim.sim.store import StoreContractError, check_store_contract
-
-        problems: list[StoreContractError] = []
 
         def accept(store: Any) -> bool:
             try:
                 check_store_contract(store, factory=self.spec)
             except StoreContractError as problem:
-                problems.append(problem)
+                instance.problems.append(problem)
                 return False
-            self.store = store
+            instance.store = store
             return True
 
         def store_main() -> None:
-            # The factory runs in the store's own controlled thread: the locks, conditions and
-            # events a store creates in __init__ are then simulated ones, as its threads'.
             if is_async_factory(self.factory):
-                self._async = AsyncStoreHost(self.sim, self._loop_order)
-                self._async.serve_factory(self.factory, accept)
+                instance.host = AsyncStoreHost(self.sim, order)
+                instance.host.serve_factory(_guarded(self.factory, self.spec, instance), accept)
                 return
-            store = self.factory(self.sim.kubernetes_client())
+            try:
+                store = self.factory(self.sim.kubernetes_client())
+            except Exception as error:
+                instance.problems.append(_factory_failed(self.spec, error))
+                return
             if not accept(store):
                 return
             if is_async_store(store):
-                self._async = AsyncStoreHost(self.sim, self._loop_order)
-                self._async.serve_store(store)
+                instance.host = AsyncStoreHost(self.sim, order)
+                instance.host.serve_store(store)
                 return
             workers = getattr(store, "workers", None)
             for number, work in enumerate(workers() if callable(workers) else (), 1):
                 threading.Thread(target=work, name=f"worker-{number}", daemon=True).start()
             store.run()
 
+        return store_main
+
+    def _start_store(self) -> None:
+        instance = _Instance()
         self.store = None
         self._async = None
         self._store_started_rv = self.server.resource_version
         self._lists_at_start = self.server.lists_completed
-        self.sim.start(store_main, name="store")
-        if problems:
-            raise problems[0]  # a contract error is the user's setup, not a finding
+        self._watches_at_start = self.server.watches_opened
+        self.sim.start(self._launch(instance, self._loop_order), name="store")
+        self.store, self._async = instance.store, instance.host
+        if instance.problems:
+            raise instance.problems[0]  # the user's setup, not a finding
 
     def _call(self, hook: str) -> Any:
         """Call one of the store's hooks. An async store's ``read()`` and ``stop()`` run on its
@@ -236,7 +288,18 @@ class ScenarioRun:
         from kubesim.checks.races import SnapshotRead, check_reads_match_server
 
         before = self.server.resource_version
-        result = self._call("read")
+        # The reader's points inside read() are hot (kubesim.sched.Preemptions): a hot
+        # preemption switches to the store in the middle of a read.
+        strategy = self.sim.scheduler.strategy
+        reader_thread = self.sim.scheduler.current_thread()
+        hot = isinstance(strategy, Preemptions) and reader_thread is not None
+        if hot:
+            strategy.heat(reader_thread.id)
+        try:
+            result = self._call("read")
+        finally:
+            if hot:
+                strategy.cool(reader_thread.id)
         after = self.server.resource_version
         # Harness work: no scheduling point may interleave it with the store's threads.
         with self.sim.scheduler.atomic():
@@ -285,12 +348,13 @@ class ScenarioRun:
         return inspect.iscoroutinefunction(getattr(self.store, hook, None))
 
     def _watch_reads(self) -> None:
-        """With a read() hook: record the server's versions and watch what reads hand out."""
+        """Record every version the server emits (what reads, effects and the history oracle
+        are judged against); with a read() hook, watch what reads hand out."""
         from kubesim.checks.races import IsolationMonitor, ServerVersions
 
+        self.recording.versions = ServerVersions(self.server)
         if "read" not in self.recording.hooks:
             return
-        self.recording.versions = ServerVersions(self.server)
         store_view = (
             self.store.view
             if "view" in self.recording.hooks and not self._async_hook("view")
@@ -319,9 +383,14 @@ class ScenarioRun:
         if "effects" in hooks and store is not None:
             # The contract: effects() hands over (and forgets) what was done since last time,
             # so the store's own record of them never grows.
-            self.recording.effects.extend(self._call("effects"))
+            performed = list(self._call("effects"))
+            self.recording.effects.extend(performed)
+            self.recording.effect_rounds.extend([self._round] * len(performed))
         view = normalise_view(self._call("view")) if "view" in hooks else None
         sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
+        server = self.watched_objects()
+        if "read" in hooks and store is not None and self.recording.partial_reads is None:
+            self._calibrate_reads(server)
         retained = None
         if self.setup.memory and store is not None:
             from kubesim.checks.retained import measure_retained
@@ -334,7 +403,9 @@ class ScenarioRun:
             phase=phase,
             time=self.server.clock.now(),
             requests=self.server.request_count,
-            server=self.watched_objects(),
+            lists=self.server.lists_completed,
+            refused=self.server.request_failures.injected,
+            server=server,
             view=view,
             sizes=sizes,
             retained_bytes=retained.retained_bytes if retained is not None else None,
@@ -342,6 +413,26 @@ class ScenarioRun:
         )
         self.recording.rounds.append(round_)
         return round_
+
+    def _calibrate_reads(self, server: Mapping[str, Observed]) -> None:
+        """Does read() hand out the whole cache? Asked at a quiescent point, where nothing is
+        half done: a read that then lacks objects the server has in the store's scope is
+        filtered by design, and snapshot reads are judged as parts of a state."""
+        if self.server.lists_completed <= self._lists_at_start:
+            return  # not synced yet (a restart whose list failed): proves nothing
+        entries = _entries(self._call_from_driver("read"))
+        held = {entry.uid for entry in entries.values()}
+        if None in held:
+            return  # projections without uids: not judged as snapshots anyway
+        lacking = sorted(key for key, observed in server.items() if observed.uid not in held)
+        if lacking:
+            self.recording.partial_reads = (
+                f"read() at round {self._round} ({self._step_line()}) lacked "
+                f"{_sample(lacking)} with nothing half done"
+            )
+
+    def _step_line(self) -> str:
+        return self.lines[-1] if self.lines else "setup"
 
     def watched_objects(self) -> dict[str, Observed]:
         """What the server holds within the scope of the watches the store has opened in this
@@ -375,6 +466,14 @@ class ScenarioRun:
                         out[object_key(key)] = observe(stored.obj)
         return out
 
+    def pod_scopes(self) -> list[Callable[[Any], bool]]:
+        """One predicate per distinct scope of the store's pod watches (namespace, selectors)."""
+
+        def scope(watcher: Any) -> Callable[[Any], bool]:
+            return lambda stored: bool(watcher.matches(_stored_key(stored), stored))
+
+        return [scope(w) for (plural, *_), w in self._scopes.items() if plural == "pods"]
+
     def pod_scope(self) -> Callable[[Any], bool] | None:
         """What the store watched of pods (see :attr:`Recording.scope`); None for all pods."""
         watchers = [w for (plural, *_), w in self._scopes.items() if plural == "pods"]
@@ -406,6 +505,8 @@ class ScenarioRun:
                 self.lines.append(f"{step} (the run failed during this step)")
                 raise
             self.lines.append(line)
+            if step.kind == "outage":
+                self.recording.outage_rounds.append(self._round)
             self._release_readers()
             self.settle()
             self.observe(line, "step")
@@ -419,6 +520,20 @@ class ScenarioRun:
         ready, self._readers_waiting = self._readers_waiting, []
         for go in ready:
             go.set()
+        strategy = self.sim.scheduler.strategy
+        if ready and isinstance(strategy, Preemptions):
+            strategy.go_first(
+                [t.id for t in self.sim.scheduler.threads if t.name in self._step_readers]
+            )
+        # The relist readers registered since the last step now wait for the store's next
+        # list (those armed earlier wait on: the store has not listed since).
+        self._readers_armed.extend(self._readers_deferred)
+        self._readers_deferred.clear()
+
+    def _release_deferred(self) -> None:
+        ready, self._readers_armed = self._readers_armed, []
+        for go in ready:
+            go.set()
 
     def _rebase_schedule(self) -> None:
         self._loop_order.rebase()
@@ -429,12 +544,198 @@ class ScenarioRun:
     def settle(self) -> None:
         self._rebase_schedule()
         self.sim.settle()
-        if self.sim.store_finished:
-            raise StoreStoppedWatching(
-                f"the store's run() returned at round {self._round} after "
-                f"{self.server.request_count} requests: a store must keep its cache fed until "
-                "kubesim stops it (a list-once store is not watching)"
+        if self.sim.store_finished and not self._store_threads_running():
+            raise StoreStoppedWatching(self._why_run_returned())
+
+    def _store_threads_running(self) -> bool:
+        """Threads the store started that still run: a run() that starts its informer's thread
+        and returns is a store that runs in that thread."""
+        return any(
+            t.state.value != "finished"
+            and t.name != "store"
+            and not t.name.startswith(("reader-", "kubesim-", "fresh-store"))
+            for t in self.sim.scheduler.threads
+        )
+
+    def _why_run_returned(self) -> str:
+        lists = self.server.lists_completed - self._lists_at_start
+        watches = self.server.watches_opened - self._watches_at_start
+        where = f"the store's run() returned at round {self._round}, and no thread of it runs"
+        if not lists and not watches:
+            return (
+                f"{where}, without a list or a watch: run() is the store's main loop; it lists "
+                "and/or watches until kubesim stops it (or starts threads that do)"
             )
+        if not watches:
+            return (
+                f"{where}, after {lists} list(s) and no watch: a list-once store is not "
+                "watching; a store must watch from its list's resourceVersion to stay current"
+            )
+        return (
+            f"{where}, after {watches} watch(es): a watch ends (a server timeout, a 410, a cut "
+            "connection) and the store must watch again (relisting on a 410)"
+        )
+
+    def compare_with_fresh(self) -> None:
+        """The history oracle's capture: start a fresh store from the factory against the same
+        server, let it sync, and snapshot both stores (:mod:`kubesim.checks.history`).
+
+        Runs at the end, after the tail rounds: the long-running store has settled on the
+        server's final state. The fresh store runs beside it in the same simulation (its effects
+        are not collected: a fresh store doing its first sync's work is not a duplicate), and is
+        ended, as a crash ends a store, once both are captured.
+        """
+        if not self.setup.fresh or self.store is None:
+            return
+        from kubesim.checks.history import FreshComparison
+        from kubesim.checks.provenance import Provenance
+        from kubesim.checks.structure import snapshot
+        from kubesim.sched.aio_thread import LoopOrder
+
+        scheduler = self.sim.scheduler
+        known = {id(t) for t in scheduler.threads}
+        fresh = _Instance()
+        self.sim.spawn(self._launch(fresh, LoopOrder()), name="fresh-store")
+        self.sim.settle()
+        if fresh.problems:
+            raise fresh.problems[0]
+        if fresh.store is None:
+            return  # the factory is still building it: nothing to compare with
+        waited, pause = 0.0, 1.0
+        while waited < FRESH_SYNC and not self._synced(fresh):
+            self.sim.advance(pause)
+            waited += pause
+            pause = min(pause * 2, FRESH_SYNC - waited) or 1.0
+        note = "" if self._synced(fresh) else f"the fresh store did not sync in {FRESH_SYNC:g} s"
+        declared = (
+            self._call("history_dependent") if "history_dependent" in self.recording.hooks else ()
+        )
+        skip = frozenset(f"store.{name}" for name in declared)
+        if "effects" in self.recording.hooks:
+            # Both records of effects drained, as at every quiescent point: the old store's
+            # are its own (recorded), the fresh store's first sync's are not the run's.
+            performed = list(self._call("effects"))
+            self.recording.effects.extend(performed)
+            self.recording.effect_rounds.extend([self._round] * len(performed))
+            self._hook(fresh, "effects")
+        old_sizes = dict(self._call("sizes")) if "sizes" in self.recording.hooks else {}
+        fresh_sizes = dict(self._hook(fresh, "sizes")) if "sizes" in self.recording.hooks else {}
+        # read() first: a structure a read refreshes (endpoints computed on demand) is then
+        # as current in both stores.
+        reads: tuple[Any, Any] | None = None
+        if "read" in self.recording.hooks and not self._async_hook("read"):
+            reads = (self._call_from_driver("read"), self._hook(fresh, "read"))
+        old = snapshot(self.store, skip=skip)
+        new = snapshot(fresh.store, skip=skip)
+        if reads is not None:
+            old.update(snapshot(reads[0], name="read()"))
+            new.update(snapshot(reads[1], name="read()"))
+        versions = self.recording.versions
+        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
+        provenance = Provenance(
+            versions.events if versions is not None else (),
+            versions.base_objects(plurals) if versions is not None else (),
+            resources=plurals,
+        )
+        self.recording.fresh = FreshComparison(
+            old, new, provenance, old_sizes, fresh_sizes, round=self._round, note=note
+        )
+        ended = [t for t in scheduler.threads if id(t) not in known]
+        scheduler.abort_threads(ended)
+        if scheduler.failure is not None:
+            self.sim._end_with_failure()
+
+    def _synced(self, instance: _Instance) -> bool:
+        """A fresh store holds what the server has, as far as its view tells (no view: yes)."""
+        from kubesim.checks.state import compare
+
+        if "view" not in self.recording.hooks or instance.store is None:
+            return instance.store is not None
+        view = normalise_view(self._hook(instance, "view"))
+        return not compare(view, self.watched_objects())
+
+    def _hook(self, instance: _Instance, hook: str) -> Any:
+        """Call a hook of another instance of the store (the fresh one) from the driver."""
+        function = getattr(instance.store, hook)
+        if instance.host is None:
+            return function()
+        return instance.host.from_driver(function, name=hook)
+
+    def _call_from_driver(self, hook: str) -> Any:
+        function = getattr(self.store, hook)
+        if self._async is None:
+            return function()
+        return self._async.from_driver(function, name=hook)
+
+    def collect_expectations(self) -> None:
+        """With an ``expects(event)`` hook: the effect keys the store must have performed.
+
+        The store is asked about the changes no correct store can miss: the last state of every
+        object in its scope, and the deletion of every object it was shown (a list item or a
+        watch event it read). Intermediate states may legitimately be skipped (a watch that
+        resumes after a gap sees the latest version only) and are not asked about.
+        """
+        if "expects" not in self.recording.hooks or self.store is None:
+            return
+        from kubesim.checks.effects import Expected
+        from kubesim.server.encoding import loads
+
+        versions = self.recording.versions
+        if versions is None:
+            return
+        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
+        last: dict[str, Any] = {}
+        shown: set[str] = set()
+        for event in versions.events:
+            if event.resource.plural not in plurals:
+                continue
+            uid = event.new.obj["metadata"]["uid"]
+            last[uid] = event
+            if event.new.rv in self._shown or (
+                event.old is not None and event.old.rv in self._shown
+            ):
+                shown.add(uid)
+        expected: list[Any] = []
+        for uid, event in last.items():
+            if event.type == "DELETED":
+                before = event.old or event.new
+                if uid not in shown or not self._in_scope(event.resource.plural, event.key, before):
+                    continue
+            elif not self._in_scope(event.resource.plural, event.key, event.new):
+                continue
+            change = {"type": event.type, "object": loads(event.new.json())}
+            try:
+                key = self._call_from_driver_with("expects", change)
+            except Exception as error:
+                raise FactoryFailed(
+                    f"the store's expects() raised {type(error).__name__}: {error} (for a "
+                    f"{event.type} of {event.key[0]}/{event.key[1]})"
+                ) from error
+            if key is None:
+                continue
+            try:
+                hash(key)
+            except TypeError:
+                raise FactoryFailed(
+                    f"the store's expects() returned {key!r}, which is not hashable; expected "
+                    "the effect key as effects() reports it, e.g. (uid, resourceVersion)"
+                ) from None
+            what = "deletion" if event.type == "DELETED" else "last state"
+            expected.append(
+                Expected(key, f"{what} of {event.key[0]}/{event.key[1]} (rv {event.rv})")
+            )
+        self.recording.expected = expected
+
+    def _in_scope(self, plural: str, key: Any, stored: Any) -> bool:
+        """Whether a watch the store opened on ``plural`` sees this object (any, if none)."""
+        watchers = [w for (watched, *_), w in self._scopes.items() if watched == plural]
+        return not watchers or any(w.matches(key, stored) for w in watchers)
+
+    def _call_from_driver_with(self, hook: str, argument: Any) -> Any:
+        function = getattr(self.store, hook)
+        if self._async is None:
+            return function(argument)
+        return self._async.from_driver(lambda: function(argument), name=hook)
 
     def stop_store(self) -> None:
         """With a ``stop()`` hook: call it (from a thread of its own, as a shutdown handler
@@ -443,39 +744,137 @@ class ScenarioRun:
             return
         known = {id(t) for t in self.sim.scheduler.threads}
         self.sim.spawn(lambda: self._call("stop"), name="kubesim-stop")
+        self._judge_stop(known, "at the end of the run")
+
+    def _judge_stop(self, known: set[int], when: str) -> None:
         # Not self.settle(): run() returning is what stop() is for. "Promptly" is in virtual
         # time: a backoff sleep or a join with a timeout may end within STOP_GRACE seconds.
         self.sim.settle()
         self.sim.advance(STOP_GRACE)
-        self.recording.still_running = [
-            f"{t.name!r} waits for {t.waiting_on.describe() if t.waiting_on else 'nothing'}"
+        self.recording.still_running.extend(
+            f"{t.name!r} waits for {t.waiting_on.describe() if t.waiting_on else 'nothing'} "
+            f"(stop() {when})"
             for t in self.sim.scheduler.threads
-            if id(t) in known and t.state.value != "finished" and not t.name.startswith("reader-")
-        ]
+            if id(t) in known
+            and t.state.value != "finished"
+            and not t.name.startswith(("reader-", "kubesim-"))
+        )
         self.recording.stopped = True
+
+    def stop_and_restart_store(self, *, during_list: bool) -> str:
+        """The ``stop`` step: stop() now, or while the store's next list is in flight (a relist
+        is provoked: watches end with a 410), judge that its threads end, then restart it."""
+        if "stop" not in self.recording.hooks or self.store is None:
+            return "stop(): skipped (the store has no stop() hook)"
+        known = {id(t) for t in self.sim.scheduler.threads}
+        when = f"at round {self._round}"
+        if during_list and self._async is None:
+            self._stop_armed = True
+            self._force_relist(with_error=True)
+            self._release_readers()
+            self._rebase_schedule()
+            self.sim.settle()
+            waited, pause = 0.0, 1.0
+            while self._stop_armed and waited < STOP_GRACE:
+                self.sim.advance(pause)  # a store backing off before it relists
+                waited += pause
+                pause *= 2
+        if self._stop_armed or not during_list or self._async is not None:
+            self._stop_armed = False
+            during_list = False
+            self.sim.spawn(lambda: self._call("stop"), name="kubesim-stop")
+        else:
+            when += " during a list"
+        self._judge_stop(known, when)
+        # Whatever still runs is unwound, as the process ends; a new one starts.
+        self.sim.crash_store()
+        self._readers_waiting.clear()
+        self._readers_deferred.clear()
+        self._readers_armed.clear()
+        self._start_store()
+        where = "during a list" if during_list else "between steps"
+        return f"stop() {where}, then started again"
+
+    def _in_flight(self, request: Any) -> None:
+        """Each request of a store thread, before it is served: a list makes the thread *hot*
+        until its next request (its points are where a relist prunes and refills: the
+        schedule's hot preemptions land there), and a ``stop`` step waiting for a list calls
+        stop() now."""
+        scheduler = self.sim.scheduler
+        current = scheduler.current_thread() if scheduler is _active_scheduler() else None
+        if current is None or current.name.startswith(("reader-", "kubesim-", "fresh-store")):
+            return
+        query = request.query
+        listing = request.method == "GET" and not ("watch=true" in query or "watch=1" in query)
+        strategy = scheduler.strategy
+        if isinstance(strategy, Preemptions):
+            if listing:
+                strategy.heat(current.id)
+            else:
+                strategy.cool(current.id)
+        if listing and self._readers_armed:
+            self._release_deferred()
+        if self._stop_armed and listing:
+            self._stop_during_list()
+
+    def _stop_during_list(self) -> None:
+        """While the store's list request is in flight, a thread of its own calls stop(); the
+        list answers once stop() has begun."""
+        self._stop_armed = False
+        begun = threading.Event()  # created in a controlled thread: a simulated one
+
+        def stopper() -> None:
+            begun.set()
+            self._call("stop")
+
+        threading.Thread(target=stopper, name="kubesim-stop", daemon=True).start()
+        begun.wait()
+
+    def _force_relist(self, *, with_error: bool) -> None:
+        """End every watch, then write one object the store does not watch and compact: a store
+        that tracks its resourceVersion re-watches from an RV the server no longer has, gets
+        410 and relists (a raw watcher gets a synthetic ADDED per object instead)."""
+        server = self.server
+        if not with_error:
+            server.expire_watches()
+        server.create(
+            "configmaps",
+            {
+                "metadata": {
+                    "name": f"kubesim-{'relist' if with_error else 'quiesce'}-{self._round}"
+                },
+                "data": {},
+            },
+            namespace="default",
+        )
+        server.compact()
+        if with_error:
+            server.expire_watches(with_error=True)
 
     def quiesce(self) -> None:
         server = self.server
         server.resume_watch_cache()
         server.request_failures.clear()
         server.set_watch_buffer(None)
-        server.expire_watches()
-        # One write the store does not watch, then compaction: a store that tracks its
-        # resourceVersion now re-watches from an RV the server no longer has, gets 410 and
-        # relists (a raw watcher gets a synthetic ADDED per object instead).
-        server.create(
-            "configmaps",
-            {"metadata": {"name": f"kubesim-quiesce-{self._round}"}, "data": {}},
-            namespace="default",
-        )
-        server.compact()
+        self._force_relist(with_error=False)
         self._round += 1
         self._release_readers()
         self.settle()
         # A store that backs off after an error may be sleeping: let its timers run.
         self.sim.advance(60)
         self.observe("quiesce: faults cleared, history compacted, watches expired", "quiesce")
-        for tail in range(1, self.setup.tail_rounds + 1):
+        self.recording.tail_rounds = self.setup.tail_rounds
+        self._tail(1, self.setup.tail_rounds)
+        from kubesim.checks.bounded import check_bounded
+
+        if check_bounded(self.recording) is not None:
+            # Growth so far: as many rounds again, to tell a leak (it goes on) from a store
+            # that stepped up once and settled (kubesim.checks.bounded.window).
+            self._tail(self.setup.tail_rounds + 1, 2 * self.setup.tail_rounds)
+
+    def _tail(self, first: int, last: int) -> None:
+        server = self.server
+        for tail in range(first, last + 1):
             for namespace, name in self.live_pods():
                 server.patch(
                     "pods",
@@ -491,6 +890,41 @@ class ScenarioRun:
             self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
 
 
+@dataclass
+class _Instance:
+    """One instance of the store built from the factory: the store, its asyncio host, and any
+    problem the factory had (a usage error)."""
+
+    store: Any = None
+    host: Any = None
+    problems: list[Exception] = field(default_factory=list)
+
+
+def _factory_failed(spec: str, error: Exception) -> FactoryFailed:
+    hint = ""
+    if isinstance(error, TypeError) and "argument" in str(error):
+        hint = (
+            "; a factory is called with one argument, the ApiClient (for a class whose "
+            "constructor takes none: def factory(api_client): return MyStore())"
+        )
+    problem = FactoryFailed(f"the factory {spec} raised {type(error).__name__}: {error}{hint}")
+    problem.__cause__ = error
+    return problem
+
+
+def _guarded(factory: Any, spec: str, instance: _Instance) -> Any:
+    """An async factory whose failure is recorded as a usage error, not raised into the run."""
+
+    async def build(client: Any) -> Any:
+        try:
+            return await factory(client)
+        except Exception as error:
+            instance.problems.append(_factory_failed(spec, error))
+            return None
+
+    return build
+
+
 def _pod(namespace: str, name: str) -> Any:
     number = int(name.rsplit("-", 1)[1])
     return make_pod(
@@ -500,6 +934,22 @@ def _pod(namespace: str, name: str) -> Any:
         node=f"node-{number % 3}",
         pod_ip=f"10.1.{number // 256 % 256}.{number % 256}",
     )
+
+
+def _active_scheduler() -> Any:
+    from kubesim.sched import scheduler
+
+    return scheduler.active()
+
+
+def _stored_key(stored: Any) -> tuple[str, str]:
+    meta = stored.obj["metadata"]
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _sample(keys: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
 
 
 def _is_wire_object(obj: Any) -> bool:
@@ -616,6 +1066,10 @@ def run_scenario(
         run.observe("setup", "setup")
         run.apply(steps)
         run.quiesce()
+        # The timeline ends with the scenario: the fresh store is the oracle's, not the run's.
+        sim.scheduler.observer = None
+        run.compare_with_fresh()
+        run.collect_expectations()
         run.stop_store()
     except (
         StoreCrashed,
@@ -631,6 +1085,7 @@ def run_scenario(
         patches.close()
         recording.trace_hash = sim.trace.hexdigest()
         recording.scope = run.pod_scope()
+        recording.scopes = run.pod_scopes()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
 
 

@@ -41,6 +41,10 @@ class World(Protocol):
         """A fresh pod key: a name never used before in this run, in one of the namespaces."""
         ...
 
+    def fresh_value(self) -> int:
+        """A number never handed out before in this run (for label and annotation values)."""
+        ...
+
     def start_reader(self) -> str | None:
         """Start a controlled thread that calls the store's ``read()`` while the store reacts
         to the next step; returns its name (None when the store has no ``read()``)."""
@@ -48,6 +52,11 @@ class World(Protocol):
 
     def crash_and_restart_store(self) -> None:
         """End the store's threads where they are; build a fresh store and run it again."""
+        ...
+
+    def stop_and_restart_store(self, *, during_list: bool) -> str:
+        """Call the store's ``stop()`` (now, or while its next list is in flight), judge that
+        its threads end, then start it again; returns what happened."""
         ...
 
     def advance(self, seconds: float) -> None:
@@ -140,74 +149,200 @@ class ChurnPods(Step):
         return f"churn {_count(self.count, 'pod')} (delete, create new names)"
 
 
+# The label keys a scenario churns: the ones every pod carries (app, tier), one added later
+# (version) and one no pod has at first (team). A store indexing any of them sees it change.
+LABEL_KEYS = ("version", "app", "tier", "team")
+
+
 @dataclass(frozen=True)
 class PatchLabels(Step):
-    """Label storm (F11): ``count`` pods get label ``version``, one shared or unique values."""
+    """Label storm (F11): ``count`` pods get label ``key``: one shared value, unique values (a
+    fresh value per pod, never seen before), or the key removed."""
 
     count: int
     value: str = "v2"
     unique: bool = False
+    key: str = "version"
+    remove: bool = False
     kind: ClassVar[str] = "labels"
 
     def apply(self, world: World) -> str:
         live = world.live_pods()[: self.count]
         for number, (namespace, name) in enumerate(live):
-            value = f"{self.value}-{number}" if self.unique else self.value
+            if self.remove:
+                value: str | None = None
+            elif self.unique:
+                value = f"{self.value}-{world.fresh_value()}-{number}"
+            else:
+                value = self.value
             world.server.patch(
-                "pods", name, {"metadata": {"labels": {"version": value}}}, namespace=namespace
+                "pods", name, {"metadata": {"labels": {self.key: value}}}, namespace=namespace
             )
         return f"patch labels of {_count(len(live), 'pod')} ({self._what()})"
 
     def _what(self) -> str:
-        return "unique values" if self.unique else f"version={self.value}"
+        if self.remove:
+            return f"{self.key} removed"
+        return f"{self.key}: unique values" if self.unique else f"{self.key}={self.value}"
 
     def __str__(self) -> str:
         return f"patch labels of {_count(self.count, 'pod')} ({self._what()})"
 
 
 @dataclass(frozen=True)
+class PatchMetadata(Step):
+    """Annotations and owners change: ``count`` pods get annotation ``key`` (a fresh value, or
+    removed), or, ``owner``, a new ownerReference (a ReplicaSet that adopted them)."""
+
+    count: int
+    key: str = "example.com/revision"
+    remove: bool = False
+    owner: bool = False
+    kind: ClassVar[str] = "annotate"
+
+    def apply(self, world: World) -> str:
+        live = world.live_pods()[: self.count]
+        number = world.fresh_value()
+        value = f"r{number}"
+        for namespace, name in live:
+            if self.owner:
+                patch: dict[str, Any] = {
+                    "metadata": {
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "ReplicaSet",
+                                "name": f"web-{number}",
+                                "uid": f"00000000-0000-4000-8000-{number:012d}",
+                                "controller": True,
+                            }
+                        ]
+                    }
+                }
+            else:
+                patch = {"metadata": {"annotations": {self.key: None if self.remove else value}}}
+            world.server.patch("pods", name, patch, namespace=namespace)
+        return f"{self._what(len(live))}"
+
+    def _what(self, count: int) -> str:
+        pods = _count(count, "pod")
+        if self.owner:
+            return f"a new owner for {pods} (ReplicaSet web-N)"
+        if self.remove:
+            return f"remove annotation {self.key} of {pods}"
+        return f"annotate {pods} ({self.key}: a fresh value)"
+
+    def __str__(self) -> str:
+        return self._what(self.count)
+
+
+# What a status update does to a pod, as the kubelet reports its lifecycle.
+STATUS_CHANGES = ("terminate", "not-ready", "ready", "restart")
+
+
+@dataclass(frozen=True)
 class UpdatePodStatus(Step):
-    """A coalesced status update (F10): phase change and podIP cleared in one MODIFIED."""
+    """A status update of the pod at position ``index``:
+
+    - ``terminate`` (F10): the phase goes to ``phase`` and podIP is cleared in the same
+      MODIFIED, as the kubelet coalesces them;
+    - ``not-ready`` / ``ready``: the Ready condition (and the containers' readiness) flips;
+    - ``restart``: a container restarts, the pod comes back on a new podIP (a sandbox
+      recreated), the old IP free for another pod.
+    """
 
     index: int
     phase: str = "Failed"
+    change: str = "terminate"
     kind: ClassVar[str] = "status"
 
     def apply(self, world: World) -> str:
         key = _pick(world, self.index)
         if key is None:
             return "update status: no pods"
+        namespace, name = key
+        status: dict[str, Any]
+        if self.change == "terminate":
+            status = {"phase": self.phase, "podIP": None, "podIPs": None}
+            what = f"phase {self.phase}, podIP cleared"
+        elif self.change in ("ready", "not-ready"):
+            ready = "True" if self.change == "ready" else "False"
+            status = {"conditions": [{"type": "Ready", "status": ready}]}
+            what = f"Ready={ready}"
+        elif self.change == "restart":
+            ip = f"10.2.{world.fresh_value() % 256}.{world.fresh_value() % 256}"
+            status = {"podIP": ip, "podIPs": [{"ip": ip}]}
+            what = f"restarted on podIP {ip}"
+        else:
+            raise ValueError(f"change must be one of {STATUS_CHANGES}, got {self.change!r}")
         world.server.patch(
-            "pods",
-            key[1],
-            {"status": {"phase": self.phase, "podIP": None, "podIPs": None}},
-            namespace=key[0],
-            subresource="status",
+            "pods", name, {"status": status}, namespace=namespace, subresource="status"
         )
-        return f"update status of {key[0]}/{key[1]}: phase {self.phase}, podIP cleared"
+        return f"update status of {namespace}/{name}: {what}"
 
     def __str__(self) -> str:
-        return f"update status of pod at position {self.index}: phase {self.phase}, podIP cleared"
+        what = {
+            "terminate": f"phase {self.phase}, podIP cleared",
+            "ready": "Ready=True",
+            "not-ready": "Ready=False",
+            "restart": "restarted on a new podIP",
+        }.get(self.change, self.change)
+        return f"update status of pod at position {self.index}: {what}"
 
 
 @dataclass(frozen=True)
 class ReusePodIP(Step):
-    """IP reuse (F10): a new pod gets the podIP of a live one."""
+    """IP reuse (F10), as a node's IPAM does it: the pod at position ``index`` terminates (phase
+    Succeeded, podIP cleared in the same update) and a new pod gets its IP. ``racing``: the new
+    pod is reported first, before the old one's status catches up (the kubelet's status update
+    is late; for a moment two pods claim the IP). ``delete_old``: the terminated pod is then
+    deleted (garbage-collected after the new one started)."""
 
     index: int
+    delete_old: bool = False
+    racing: bool = False
     kind: ClassVar[str] = "ip-reuse"
 
     def apply(self, world: World) -> str:
         key = _pick(world, self.index)
         if key is None:
             return "reuse a pod IP: no pods"
-        ip = world.server.get("pods", key[1], namespace=key[0]).get("status", {}).get("podIP")
+        namespace, name = key
+        ip = world.server.get("pods", name, namespace=namespace).get("status", {}).get("podIP")
         new = world.new_pod_key()
+
+        def terminate() -> None:
+            world.server.patch(
+                "pods",
+                name,
+                {"status": {"phase": "Succeeded", "podIP": None, "podIPs": None}},
+                namespace=namespace,
+                subresource="status",
+            )
+
+        if not self.racing:
+            terminate()
         world.server.create("pods", _pod(new, ip=ip or "10.9.9.9"), namespace=new[0])
-        return f"create {new[0]}/{new[1]} with the podIP of {key[0]}/{key[1]} ({ip})"
+        if self.racing:
+            terminate()
+        first = "reported after" if self.racing else "terminates"
+        line = f"{namespace}/{name} {first}; {new[0]}/{new[1]} gets its podIP ({ip})"
+        if self.racing:
+            line = f"{new[0]}/{new[1]} gets the podIP of {namespace}/{name} ({ip}), whose "
+            line += "termination is reported after"
+        if self.delete_old:
+            world.server.delete("pods", name, namespace=namespace)
+            line += f"; {namespace}/{name} deleted"
+        return line
 
     def __str__(self) -> str:
-        return f"create a pod with the podIP of the pod at position {self.index}"
+        then = ", then it is deleted" if self.delete_old else ""
+        if self.racing:
+            return (
+                f"a new pod gets the podIP of the pod at position {self.index} before its "
+                f"termination is reported{then}"
+            )
+        return f"the pod at position {self.index} terminates and a new pod gets its podIP{then}"
 
 
 # -- faults ------------------------------------------------------------------------------------
@@ -242,20 +377,35 @@ class DropWatches(Step):
 
 @dataclass(frozen=True)
 class DeleteWhileDisconnected(Step):
-    """F3: the store's watches end, then pods are deleted before it can watch again.
+    """F3: the store's watches end, then pods are deleted (and, ``changed``, others rewritten,
+    the last in key order first) before it can watch again.
 
     ``compacted`` (F5): the disconnect outlasts the history too, so the store's re-watch gets
-    410 and only a relist, which differs from what it holds, can tell it what went away.
+    410 and only a relist, which differs from what it holds, can tell it what went away and
+    what changed. Changes made in an order other than the list's are what make a relist that
+    applies the list one object at a time show readers states that never existed.
     """
 
     count: int = 1
     index: int = 0
     compacted: bool = False
+    changed: int = 0
     kind: ClassVar[str] = "delete-in-gap"
 
     def apply(self, world: World) -> str:
         world.server.drop_watches()
         deleted = DeletePods(self.count, self.index).apply(world)
+        if self.changed:
+            live = world.live_pods()[: self.changed]
+            stamp = f"gap-{world.fresh_value()}"
+            for namespace, name in reversed(live):
+                world.server.patch(
+                    "pods",
+                    name,
+                    {"metadata": {"annotations": {"kubesim/changed": stamp}}},
+                    namespace=namespace,
+                )
+            deleted += f"; rewrite {_names(live)}"
         if self.compacted:
             world.server.compact()
             return f"{deleted} while disconnected, history compacted"
@@ -263,7 +413,8 @@ class DeleteWhileDisconnected(Step):
 
     def __str__(self) -> str:
         gap = "while disconnected, history compacted" if self.compacted else "while disconnected"
-        return f"delete {_count(self.count, 'pod')} {gap}"
+        changed = f" (and rewrite {_count(self.changed, 'pod')})" if self.changed else ""
+        return f"delete {_count(self.count, 'pod')}{changed} {gap}"
 
 
 @dataclass(frozen=True)
@@ -380,6 +531,67 @@ class AdvanceTime(Step):
         return f"advance {self.seconds} s"
 
 
+@dataclass(frozen=True)
+class LastingErrors(Step):
+    """HTTP errors that last: every list and watch answers ``code`` for ``seconds`` of virtual
+    time (a 429 storm from API Priority and Fairness, with Retry-After; a 5xx outage), while
+    the store retries. The ``progress`` oracle judges how hard it retried."""
+
+    seconds: int = 30
+    code: int = 429
+    kind: ClassVar[str] = "outage"
+
+    def apply(self, world: World) -> str:
+        retry_after = {429: 1, 503: 5}.get(self.code)
+        world.server.fail_requests(
+            code=self.code, verbs=("list", "watch"), seconds=self.seconds, retry_after=retry_after
+        )
+        world.server.drop_watches()  # the outage cuts what was open; every retry now fails
+        world.advance(self.seconds)
+        return str(self)
+
+    def __str__(self) -> str:
+        what = "a storm of 429s (Retry-After: 1)" if self.code == 429 else f"a {self.code} outage"
+        return f"{what} for {self.seconds} s: watches cut, every list and watch fails"
+
+
+@dataclass(frozen=True)
+class SilenceWatches(Step):
+    """Half-open connections: every open watch goes silent for ``seconds`` (no event, no
+    bookmark, no end), then its connection is cut. Only a client read timeout notices sooner."""
+
+    seconds: int = 120
+    kind: ClassVar[str] = "silence"
+
+    def apply(self, world: World) -> str:
+        silenced = world.server.silence_watches(self.seconds)
+        world.advance(self.seconds)
+        return f"{self} ({_count(silenced, 'watch', 'watches')})"
+
+    def __str__(self) -> str:
+        return f"watch connections go silent for {self.seconds} s, then are cut"
+
+
+@dataclass(frozen=True)
+class ChangeServerVersion(Step):
+    """The API server is now release ``version`` (an upgrade or a rollback under the store):
+    the in-stream expiry's reason, bookmarks and watch-list as it has them
+    (:mod:`kubesim.server.versions`)."""
+
+    version: str = "1.17"
+    kind: ClassVar[str] = "server-version"
+
+    def apply(self, world: World) -> str:
+        from kubesim.server.versions import server_version
+
+        profile = server_version(self.version)
+        profile.apply(world.server)
+        return f"{self} ({profile.summary})"
+
+    def __str__(self) -> str:
+        return f"the API server is now version {self.version}"
+
+
 # -- the store's side --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReadConcurrently(Step):
@@ -411,6 +623,26 @@ class CrashAndRestart(Step):
         return "crash and restart the store"
 
 
+@dataclass(frozen=True)
+class StopStore(Step):
+    """The store's ``stop()`` is called (a shutdown: a SIGTERM handler, a test's teardown), now
+    or, ``during_list``, while its next list is in flight; its threads must end. It is then
+    started again for the rest of the scenario."""
+
+    during_list: bool = False
+    kind: ClassVar[str] = "stop"
+
+    def apply(self, world: World) -> str:
+        return world.stop_and_restart_store(during_list=self.during_list)
+
+    def __str__(self) -> str:
+        return (
+            "stop() during a list, then start again"
+            if self.during_list
+            else ("stop() the store, then start it again")
+        )
+
+
 def _count(n: int, singular: str, plural: str | None = None) -> str:
     return f"{n} {singular if n == 1 else (plural or singular + 's')}"
 
@@ -435,9 +667,10 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("create", CreatePods, "", "create pods"),
     StepKind("delete", DeletePods, "", "delete pods"),
     StepKind("churn", ChurnPods, "", "delete pods and create new ones (a rollout)"),
-    StepKind("labels", PatchLabels, "F11", "label storms, shared or unique values"),
-    StepKind("status", UpdatePodStatus, "F10", "coalesced status update, podIP cleared"),
-    StepKind("ip-reuse", ReusePodIP, "F10", "a new pod reuses a live pod's IP"),
+    StepKind("labels", PatchLabels, "F11", "label storms: a key set, given fresh values, removed"),
+    StepKind("annotate", PatchMetadata, "F11", "annotations and ownerReferences change"),
+    StepKind("status", UpdatePodStatus, "F10", "status: terminate (podIP cleared), ready, restart"),
+    StepKind("ip-reuse", ReusePodIP, "F10", "a pod terminates, a new one gets its IP"),
     StepKind("expire", ExpireWatches, "F1 F2 F4", "watches end cleanly, or with a 410 event"),
     StepKind("drop", DropWatches, "F1", "watch connections cut abruptly"),
     StepKind(
@@ -450,8 +683,14 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("bookmark", SendBookmarks, "F8", "bookmarks carrying only an RV"),
     StepKind("slow-consumer", SlowConsumerBurst, "F12", "burst of writes, small watch buffer"),
     StepKind("advance", AdvanceTime, "F1 F8 F13", "virtual time passes (timeouts, resyncs)"),
+    StepKind("outage", LastingErrors, "HTTP", "lasting errors: a 429 storm or a 5xx outage"),
+    StepKind("silence", SilenceWatches, "F1", "half-open watches: silent, then cut"),
+    StepKind(
+        "server-version", ChangeServerVersion, "F4 F8", "server release: 410 reason, bookmarks"
+    ),
     StepKind("read", ReadConcurrently, "", "a reader thread calls read()"),
     StepKind("crash", CrashAndRestart, "restart", "the store crashes and restarts"),
+    StepKind("stop", StopStore, "restart", "stop() now or during a list, then restart"),
 )
 KINDS: dict[str, StepKind] = {row.kind: row for row in STEP_KINDS}
 

@@ -140,46 +140,105 @@ class PCT:
         return self._highest(runnable)
 
 
+# A hot preemption -(k + 1) with k below this is at the k-th hot point; from it on, at the
+# fraction (k - HOT_FRACTION) / 1000 of the longest hot region seen so far in the run.
+HOT_FRACTION = 1_000
+
+
 @dataclass
 class Preemptions:
-    """Switch to the next runnable thread (round-robin) at exactly these steps."""
+    """Switch to the next runnable thread (round-robin) at exactly these steps.
+
+    A negative entry is a *hot* preemption, at a point a *hot* thread reaches (one the harness
+    marked with :meth:`heat`: a reader inside ``read()``, a store thread applying a list it
+    just got). Hot points are few and are where races live (a reader iterating the cache, a
+    relist pruning then refilling it), so a short list of hot offsets lands inside those windows
+    far more often than offsets among all points do. ``-(k + 1)`` with ``k <`` :data:`HOT_FRACTION`
+    is the ``k``-th hot point of a step's reaction; with ``k >=`` it, the point at the fraction
+    ``(k - HOT_FRACTION) / 1000`` of the longest hot region seen so far in the run (a relist as
+    long as the last one: its middle is where a half-applied relist shows).
+    """
 
     points: Sequence[int]
     name: str = ""
     _pending: list[int] = field(default_factory=list, repr=False)
+    _hot_pending: list[int] = field(default_factory=list, repr=False)
+    _hot: dict[int, int] = field(default_factory=dict, repr=False)  # thread -> region start
+    _hot_points: int = 0
+    _longest: int = 0
+    _first: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        if any(not isinstance(p, int) or p < 0 for p in self.points):
-            raise ValueError(
-                f"Preemptions needs non-negative int steps, got points={list(self.points)!r}"
-            )
+        if any(not isinstance(p, int) or isinstance(p, bool) for p in self.points):
+            raise ValueError(f"Preemptions needs int steps, got points={list(self.points)!r}")
         self.name = self.name or f"preemptions({sorted(self.points)})"
 
     def start(self, choices: ChoiceSource) -> None:
-        self._pending = sorted(set(self.points))
+        self._longest = 0
+        self.rebase(0)
 
     def on_spawn(self, thread_id: int) -> None:
         pass
 
+    def go_first(self, thread_ids: Sequence[int]) -> None:
+        """The next choice after a block (the start of a settle) picks the first of these that
+        is runnable: a reader released with a step reads before the store reacts to it, so
+        that a preemption inside the read lets the store change what it iterates."""
+        self._first = list(thread_ids)
+
+    def heat(self, thread_id: int) -> None:
+        """``thread_id`` enters a region whose points count as hot."""
+        self._hot.setdefault(thread_id, self._hot_points)
+
+    def cool(self, thread_id: int) -> None:
+        start = self._hot.pop(thread_id, None)
+        if start is not None:
+            self._longest = max(self._longest, self._hot_points - start)
+
     def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
-        if not self._pending or step < self._pending[0]:
+        switch = False
+        if self._pending and step >= self._pending[0]:
+            while self._pending and self._pending[0] <= step:
+                self._pending.pop(0)
+            switch = True
+        if current in self._hot:
+            hot = self._hot_points
+            self._hot_points += 1
+            if self._hot_pending and hot >= self._hot_pending[0]:
+                while self._hot_pending and self._hot_pending[0] <= hot:
+                    self._hot_pending.pop(0)
+                switch = True
+        if not switch:
             return current
-        while self._pending and self._pending[0] <= step:
-            self._pending.pop(0)
         others = [t for t in runnable if t != current]
         return _round_robin_after(current, others) if others else current
 
     def after_block(self, step: int, previous: int, runnable: Sequence[int]) -> int:
+        first, self._first = self._first, []
+        for thread in first:
+            if thread in runnable:
+                return thread
         return _round_robin_after(previous, runnable)
 
     def rebase(self, origin: int) -> None:
-        """Count ``points`` from ``origin`` from now on (the same preemptions again).
+        """Count ``points`` from ``origin`` from now on (the same preemptions again), and hot
+        points from zero.
 
         A driven simulation calls this before each settle, so one short list of offsets
         preempts at the same places of *every* step's reaction: a window a few points wide
         (a relist that clears, then refills) is hit whichever step triggers it.
         """
-        self._pending = sorted({origin + p for p in self.points})
+        self._pending = sorted({origin + p for p in self.points if p >= 0})
+        span = max(self._longest, 50)
+        hot = set()
+        for point in self.points:
+            if point < 0:
+                k = -point - 1
+                hot.add(k if k < HOT_FRACTION else (k - HOT_FRACTION) * span // 1000)
+        self._hot_pending = sorted(hot)
+        # Regions open across the rebase start again at zero.
+        self._hot = dict.fromkeys(self._hot, 0)
+        self._hot_points = 0
 
 
 def portfolio(choices: ChoiceSource, *, steps: int = 1000) -> Strategy:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,6 +225,11 @@ class APIServer:
         # Called (with the lock held) with every committed write, right after it is stored:
         # how an oracle sees every version the server ever emitted, whatever compaction forgets.
         self.commit_listeners: list[Callable[[Event], None]] = []
+        # Called (lock held) with every object version handed to a client: each item of a
+        # list's page, each object event a watch's client reads (initial events included).
+        # How an oracle knows what a store was shown (a delete it never saw the object of is
+        # not one it can react to). Synthetic events of selector transitions are not reported.
+        self.delivery_listeners: list[Callable[[Stored], None]] = []
         self.choices = choices if choices is not None else SeededChoices(seed, name="server")
         # Every create draws a uid: bound once, to the source's fastest way of drawing one.
         self._new_uid = uuid4_drawer(self.choices.fork("uid"))
@@ -241,6 +246,9 @@ class APIServer:
         self.watch_buffer = watch_buffer
         self.watch_list = watch_list
         self.expired_reason = expired_reason
+        # Whether allowWatchBookmarks is honoured (servers before 1.15 send none): see
+        # kubesim.server.versions.
+        self.bookmarks = True
         self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
         # resource() by name, cleared whenever a resource is registered or unregistered.
@@ -255,11 +263,20 @@ class APIServer:
         # raise a BaseException here to stop a client that loops on requests without ever
         # waiting (kubesim.scenario's hot-loop guard); nothing else should raise.
         self.request_listeners: list[Callable[[str, str], None]] = []
+        # Called with each request before it is served, without the lock, in the caller's
+        # thread: a harness may block there (a request in flight while something else
+        # happens: kubesim.scenario's stop() during a list).
+        self.in_flight_hooks: list[Callable[[Any], None]] = []
         self.request_failures = RequestFailures()
         self._stall: CacheStall | None = None
+        # Watches silence_watches() made silent, until their connection is cut.
+        self._silenced: list[Watcher] = []
         # Lists answered in full (their last page): a harness tells from it whether a store it
         # restarted has listed since (kubesim.scenario.run).
         self.lists_completed = 0
+        # Watches opened (refused ones included): with lists_completed, how a harness tells a
+        # store that listed once from one that watched and stopped.
+        self.watches_opened = 0
         for resource in builtin_resources():
             self.register(resource)
         self._cluster_ips = defaults.cluster_ips()
@@ -1256,7 +1273,14 @@ class APIServer:
                     remaining_count = remaining
             else:
                 self.lists_completed += 1
+            if self.delivery_listeners:
+                for stored in items:
+                    self._deliver(stored)
             return ListResult(resource, items, list_rv, token, remaining_count)
+
+    def _deliver(self, stored: Stored) -> None:
+        for listener in self.delivery_listeners:
+            listener(stored)
 
     # -- watch ----------------------------------------------------------------------------
     def watch(
@@ -1276,6 +1300,7 @@ class APIServer:
         with self.lock:
             labels = labels or LabelSelector.parse("")
             fields = fields or FieldSelector.parse("")
+            allow_bookmarks = allow_bookmarks and self.bookmarks
             ident = next(self._watch_ids)
             watcher = Watcher(
                 ident=ident,
@@ -1286,6 +1311,7 @@ class APIServer:
                 allow_bookmarks=allow_bookmarks,
                 buffer_limit=self.watch_buffer,
                 on_close=self._forget_watcher,
+                on_deliver=self._deliver if self.delivery_listeners else None,
             )
             self._watchers[ident] = watcher
             self._index_watchers(resource)
@@ -1293,6 +1319,7 @@ class APIServer:
             storage = self.storage
             rv_text = resource_version or ""
             self.trace.record("watch", ident, resource.plural, namespace, rv_text, storage.rv)
+            self.watches_opened += 1
             if timeout_seconds is None or timeout_seconds <= 0:
                 # handlers/get.go: minRequestTimeout * (1 + rand) when the client sets none.
                 timeout_seconds = uniform(
@@ -1443,6 +1470,53 @@ class APIServer:
             self._notify_changed()
             return len(watchers)
 
+    def silence_watches(self, seconds: float) -> int:
+        """Every open watch goes silent for ``seconds``, then its connection is cut.
+
+        A half-open connection: a load balancer or a NAT forgot it, and nothing reaches the
+        client any more (no event, no bookmark, not even the server's end of the watch) until
+        the connection is reset. Only a client read timeout notices it sooner. Returns how many
+        watches went silent.
+        """
+        if not (isinstance(seconds, int | float) and seconds > 0):
+            raise ValueError(f"seconds must be a number > 0, got seconds={seconds!r}")
+        with self.lock:
+            watchers = [w for w in self._watchers.values() if w.ended is None and not w.silent]
+            for watcher in watchers:
+                watcher.silent = True
+            self._silenced.extend(watchers)
+            self.trace.record("fault", "silence_watches", f"{seconds:g}", len(watchers))
+
+            def cut() -> None:
+                self._cut(watchers)
+
+            self.clock.call_at(self.clock.now() + seconds, cut)
+            return len(watchers)
+
+    def end_silences(self) -> int:
+        """Cut every silent watch's connection now. Returns how many."""
+        with self.lock:
+            self._silenced = [w for w in self._silenced if w.silent]
+            return self._cut(tuple(self._silenced))
+
+    def _cut(self, watchers: Sequence[Watcher]) -> int:
+        with self.lock:
+            cut = 0
+            for watcher in watchers:
+                if not watcher.silent:
+                    continue
+                watcher.silent = False
+                cut += 1
+                if watcher.ended is None:
+                    watcher.end(WatchEnd.DROPPED)
+                else:
+                    # The server ended it meanwhile; the client never saw that end, only the cut.
+                    watcher.ended = WatchEnd.DROPPED
+            if cut:
+                self.trace.record("fault", "cut_silent_watches", cut)
+                self._notify_changed()
+            return cut
+
     def compact(self) -> int:
         """Drop the whole history: later watches and lists from older RVs get 410 Expired.
 
@@ -1496,6 +1570,7 @@ class APIServer:
         verbs: Iterable[str] = ("list", "watch"),
         resource: str | ResourceType | None = None,
         retry_after: int | None = None,
+        seconds: float | None = None,
     ) -> None:
         """Answer the next ``count`` matching requests with an error ``Status`` (HTTP errors).
 
@@ -1504,7 +1579,9 @@ class APIServer:
         ``watch``, ``get``, ``create``, ``update``, ``patch``, ``delete``). ``resource``: only
         requests for this resource (default: any). ``retry_after``: seconds for
         ``details.retryAfterSeconds`` and the ``Retry-After`` header (429 defaults to 1).
-        Rules registered earlier are consumed first.
+        ``seconds``: a lasting failure instead (an outage, a storm of 429s): every matching
+        request fails until that many seconds of the server's time have passed, however many
+        there are (``count`` is then ignored). Rules registered earlier are consumed first.
         """
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError(f"count must be an int >= 1, got count={count!r}")
@@ -1521,15 +1598,22 @@ class APIServer:
             )
         if retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0):
             raise ValueError(f"retry_after must be an int >= 0 or None, got {retry_after!r}")
+        if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
+            raise ValueError(f"seconds must be a number > 0 or None, got seconds={seconds!r}")
         with self.lock:
             target = self.resource(resource) if resource is not None else None
             self.request_failures.add(
-                count, code=code, verbs=verb_list, resource=target, retry_after=retry_after
+                None if seconds is not None else count,
+                code=code,
+                verbs=verb_list,
+                resource=target,
+                retry_after=retry_after,
+                until=None if seconds is None else self.clock.now() + seconds,
             )
             self.trace.record(
                 "fault",
                 "fail_requests",
-                count,
+                count if seconds is None else f"{seconds:g}s",
                 code,
                 ",".join(sorted(verb_list)),
                 target.plural if target else None,
@@ -1582,7 +1666,18 @@ class APIServer:
             self._notify_changed()
 
 
+# How long the watch cache waits to reach a resourceVersion before it refuses it (cacher
+# watch_cache.go blockTimeout).
+TOO_LARGE_WAIT = 3.0
+
+
 def too_large_resource_version(requested: int, current: int) -> st.StatusError:
+    error = _too_large(requested, current)
+    error.wait = TOO_LARGE_WAIT  # type: ignore[attr-defined]
+    return error
+
+
+def _too_large(requested: int, current: int) -> st.StatusError:
     return st.timeout(
         f"Too large resource version: {requested}, current: {current}",
         causes=[

@@ -46,11 +46,12 @@ FAILABLE_VERBS = STANDARD_VERBS
 
 @dataclass
 class _Rule:
-    remaining: int
+    remaining: int | None  # None: every matching request until ``until``
     code: int
     verbs: frozenset[str]
     resource: ResourceType | None
     retry_after: int | None
+    until: float | None = None  # the server time a lasting failure ends (an outage)
 
 
 class RequestFailures:
@@ -62,32 +63,38 @@ class RequestFailures:
 
     def add(
         self,
-        count: int,
+        count: int | None,
         *,
         code: int,
         verbs: Iterable[str],
         resource: ResourceType | None,
         retry_after: int | None,
+        until: float | None = None,
     ) -> None:
         verb_set = frozenset(verbs)
-        self._rules.append(_Rule(count, code, verb_set, resource, retry_after))
+        self._rules.append(_Rule(count, code, verb_set, resource, retry_after, until))
 
     @property
     def pending(self) -> int:
-        return sum(rule.remaining for rule in self._rules)
+        """Failures counted out still to come (an outage's are not counted: they last)."""
+        return sum(rule.remaining or 0 for rule in self._rules)
 
     def clear(self) -> None:
         self._rules.clear()
 
     def take(
-        self, verb: str, resource: ResourceType, namespace: str | None
+        self, verb: str, resource: ResourceType, namespace: str | None, *, now: float = 0.0
     ) -> st.StatusError | None:
         """The error to answer this request with, or None to serve it."""
-        for rule in self._rules:
+        for rule in list(self._rules):
+            if rule.until is not None and now >= rule.until:
+                self._rules.remove(rule)  # the outage is over
+                continue
             if verb in rule.verbs and rule.resource in (None, resource):
-                rule.remaining -= 1
-                if rule.remaining == 0:
-                    self._rules.remove(rule)
+                if rule.remaining is not None:
+                    rule.remaining -= 1
+                    if rule.remaining == 0:
+                        self._rules.remove(rule)
                 self.injected += 1
                 return failure_status(
                     rule.code, verb, resource, namespace, retry_after=rule.retry_after

@@ -109,6 +109,11 @@ class Response:
     # every object with (it writes through Go's json.Encoder.Encode); /version and the OpenAPI
     # documents are written by handlers of their own, without one.
     raw: bool = False
+    # Seconds of the server's time the answer took: the watch cache waits up to 3 s for a
+    # resourceVersion it has not reached before it answers "Too large resource version". An
+    # in-process transport on virtual time waits that long, then asks again (the cache may
+    # have caught up); elsewhere the answer is immediate.
+    wait: float = 0.0
 
     @property
     def is_watch(self) -> bool:
@@ -132,7 +137,9 @@ def _status(error: st.StatusError) -> Response:
         seconds = details.get("retryAfterSeconds")
         if isinstance(seconds, int) and seconds > 0:
             headers["Retry-After"] = str(seconds)
-    return Response(error.code, dumps(error.status), headers=headers)
+    return Response(
+        error.code, dumps(error.status), headers=headers, wait=getattr(error, "wait", 0.0)
+    )
 
 
 # -- query parameters --------------------------------------------------------------------------
@@ -201,12 +208,19 @@ class _Target:
     view: ResourceType | None = None
 
 
-def handle(server: APIServer, request: Request) -> Response:
-    """Serve one request. Never raises (``request_listeners`` may: see APIServer)."""
-    with server.lock:
-        server.request_count += 1
-        for listener in server.request_listeners:
-            listener(request.method, request.path)
+def handle(server: APIServer, request: Request, *, waited: bool = False) -> Response:
+    """Serve one request. Never raises (``request_listeners`` may: see APIServer).
+
+    ``waited``: the same request answered again after the transport waited
+    :attr:`Response.wait` for it (one request, not a new one: not counted, no hooks).
+    """
+    if not waited:
+        for hook in server.in_flight_hooks:
+            hook(request)
+        with server.lock:
+            server.request_count += 1
+            for listener in server.request_listeners:
+                listener(request.method, request.path)
     try:
         response = _dispatch(server, request)
     except st.StatusError as error:
@@ -493,7 +507,9 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
         raise st.method_not_allowed(method)
     if verb is not None:
         with server.lock:
-            injected = server.request_failures.take(verb, target.resource, target.namespace)
+            injected = server.request_failures.take(
+                verb, target.resource, target.namespace, now=server.clock.now()
+            )
             if injected is not None:
                 server.trace.record("injected-failure", verb, target.resource.plural, injected.code)
                 raise injected

@@ -53,6 +53,11 @@ class WatchDropped(ConnectionError):
     """Raised by :meth:`WatchStream.next_chunk` when the server cut the connection abruptly."""
 
 
+class WatchReadTimeout(TimeoutError):
+    """Raised by :meth:`WatchStream.next_chunk` when nothing arrived for the client's read
+    timeout (:attr:`WatchStream.read_timeout`, in the server's time)."""
+
+
 class WaitPolicy(Protocol):
     """What "block until the watch has something" means for whoever drives the server.
 
@@ -82,6 +87,7 @@ class Watcher:
         allow_bookmarks: bool,
         buffer_limit: int | None,
         on_close: Callable[[Watcher], None],
+        on_deliver: Callable[[Stored], None] | None = None,
     ) -> None:
         self.ident = ident
         self.resource = resource
@@ -91,6 +97,8 @@ class Watcher:
         self.allow_bookmarks = allow_bookmarks
         self.buffer_limit = buffer_limit
         self._on_close = on_close
+        # Told of every object version the client reads (APIServer.delivery_listeners).
+        self.on_deliver = on_deliver
         self._initial: Iterator[bytes] | None = None
         self._peeked: bytes | None = None  # the initial line has_ready() took a look at
         self._queue: deque[bytes | Event] = deque()
@@ -99,6 +107,9 @@ class Watcher:
         self._replayed = 0
         self._replaying = False
         self.ended: WatchEnd | None = None
+        # A half-open connection (APIServer.silence_watches): nothing reaches the client, not
+        # even the end, until the connection is cut.
+        self.silent = False
         self.timers: list[Timer] = []
         self.delivered = 0
         self._closing = False
@@ -132,7 +143,7 @@ class Watcher:
 
     def offer(self, event: Event) -> None:
         """Consider one committed event; enqueue what this watcher's client should see."""
-        if self.ended is not None or event.rv <= self.after_rv:
+        if self.ended is not None or event.rv <= self.after_rv or self.silent:
             return
         was = event.old is not None and self.matches(event.key, event.old)
         if event.type == DELETED:
@@ -178,7 +189,7 @@ class Watcher:
         return len(self._queue) - self._replayed
 
     def bookmark(self, rv: int) -> None:
-        if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv:
+        if not self.allow_bookmarks or self.ended is not None or rv < self.after_rv or self.silent:
             return
         metadata: JSON = {"resourceVersion": str(rv)}
         obj = {
@@ -205,6 +216,8 @@ class Watcher:
 
     # -- draining -------------------------------------------------------------------------
     def has_ready(self) -> bool:
+        if self.silent:
+            return False
         if self._queue:
             return True
         if self._initial is not None:
@@ -233,9 +246,15 @@ class Watcher:
                     break
                 lines.append(line)
         queue = self._queue
+        deliver = self.on_deliver
         while queue and len(lines) < limit:
             item = queue.popleft()
-            lines.append(item if isinstance(item, bytes) else item.line())
+            if isinstance(item, bytes):
+                lines.append(item)
+            else:
+                lines.append(item.line())
+                if deliver is not None:
+                    deliver(item.new)
             if self._replayed:
                 self._replayed -= 1
         self.delivered += len(lines)
@@ -262,6 +281,8 @@ def initial_lines(items: Iterator[tuple[Key, Stored]], watcher: Watcher) -> Iter
     """Synthetic ADDED lines for existing objects, in key order, each with its own RV."""
     for key, stored in items:
         if watcher.matches(key, stored):
+            if watcher.on_deliver is not None:
+                watcher.on_deliver(stored)
             yield _object_line(ADDED, stored.json())
 
 
@@ -276,6 +297,9 @@ class WatchStream:
         self.server = server
         self.watcher = watcher
         self.max_lines = max_lines_per_chunk
+        # The client's read timeout, in seconds of the server's clock: the longest a read may
+        # wait for the next line (urllib3's read timeout, aiohttp's sock_read). None: forever.
+        self.read_timeout: float | None = None
 
     @property
     def ident(self) -> int:
@@ -284,12 +308,15 @@ class WatchStream:
     def ready(self) -> bool:
         """True when :meth:`next_chunk` would not block (a line or the end is available)."""
         with self.server.lock:
-            return self.watcher.ended is not None or self.watcher.has_ready()
+            watcher = self.watcher
+            return not watcher.silent and (watcher.ended is not None or watcher.has_ready())
 
     def poll(self) -> bytes | None:
         """Lines ready now, b"" at a clean end, None when nothing is ready; never blocks."""
         with self.server.lock:
             watcher = self.watcher
+            if watcher.silent:
+                return None
             if watcher.ended is None:
                 lines = watcher.take(self.max_lines)
                 if lines:
@@ -302,13 +329,38 @@ class WatchStream:
     def next_chunk(self) -> bytes:
         """One or more complete lines; b"" once the stream ended cleanly.
 
-        Raises :class:`WatchDropped` if the server cut the connection abruptly.
+        Raises :class:`WatchDropped` if the server cut the connection abruptly, and
+        :class:`WatchReadTimeout` if nothing came for :attr:`read_timeout` seconds.
         """
-        while True:
-            chunk = self.poll()
-            if chunk is not None:
-                return chunk
-            self.server.wait_policy.wait(self)
+        chunk = self.poll()
+        if chunk is not None:
+            return chunk
+        if self.read_timeout is None:
+            while chunk is None:
+                self.server.wait_policy.wait(self)
+                chunk = self.poll()
+            return chunk
+        # A timer at the deadline wakes the waiting reader (a change it must look at).
+        server = self.server
+        expired: list[bool] = []
+
+        def expire() -> None:
+            with server.lock:
+                expired.append(True)
+                server._notify_changed()
+
+        timer = server.clock.call_at(server.clock.now() + self.read_timeout, expire)
+        try:
+            while chunk is None:
+                if expired:
+                    raise WatchReadTimeout(
+                        f"read timed out after {self.read_timeout:g} s on watch {self.ident}"
+                    )
+                server.wait_policy.wait(self)
+                chunk = self.poll()
+            return chunk
+        finally:
+            timer.cancel()
 
     def __iter__(self) -> Iterator[bytes]:
         while True:
@@ -331,6 +383,7 @@ __all__ = [
     "WaitPolicy",
     "WatchDropped",
     "WatchEnd",
+    "WatchReadTimeout",
     "WatchStream",
     "Watcher",
 ]

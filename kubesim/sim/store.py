@@ -33,6 +33,11 @@ class StoreContractError(ValueError):
     """A factory spec, a factory, or a store that does not meet the contract above."""
 
 
+class FactoryFailed(StoreContractError):
+    """The factory raised (or a hook kubesim asks for data did): the user's setup, not a
+    finding. The original exception is ``__cause__``."""
+
+
 def _import_file(path: str, spec: str) -> Any:
     if not os.path.isfile(path):
         raise StoreContractError(f"no such file {path!r} in factory spec {spec!r}")

@@ -29,8 +29,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 import kubesim
-from kubesim.checks.store import ORACLES, Verdict, checked_oracles, judge
+from kubesim.checks.store import NO_READ, ORACLES, Verdict, checked_oracles, judge
 from kubesim.scenario.run import ScenarioResult, Setup, StoreFactory, run_scenario
+from kubesim.sched.strategies import HOT_FRACTION
+from kubesim.sim.store import StoreContractError
 from kubesim.testing.replay import Replay, python_version
 from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
 
@@ -43,6 +45,9 @@ DEFAULT_DATABASE = os.path.join(".kubesim", "examples")
 MAX_PREEMPTION_POINT = 40
 MAX_PREEMPTION_POINT_TRACED = 5_000
 MAX_PREEMPTIONS = 4
+# Hot points among the first of a step's reaction (a reader inside read() of a few pods is tens
+# of points); a relist of six pods is several hundred, reached as a fraction of its length.
+MAX_HOT_PREEMPTION_POINT = 100
 
 
 class NondeterminismDetected(RuntimeError):
@@ -82,8 +87,12 @@ class CheckReport:
     factory: str
     examples: int = 0
     found: Found | None = None
+    # Oracles that judged something in at least one example.
     ran: set[str] = field(default_factory=set)
     skipped: dict[str, str] = field(default_factory=dict)
+    # Oracles the store's hooks enable that no example gave anything to judge, and why (no read
+    # step drawn, no effect performed): not a pass, and said so.
+    not_exercised: dict[str, str] = field(default_factory=dict)
     kinds: Counter[str] = field(default_factory=Counter)
     out_of_time: bool = False
     # The example at which the first violation turned up (the rest were spent shrinking it).
@@ -94,11 +103,58 @@ class CheckReport:
         return self.found is None
 
 
+class _UsageError(BaseException):
+    """Carries a usage error out of Hypothesis at once: a factory that raises, or a store that
+    breaks the contract, fails every example alike and is not a finding to shrink."""
+
+    def __init__(self, problem: Exception) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
 class _Violated(Exception):
     def __init__(self, result: ScenarioResult, verdict: Verdict) -> None:
         super().__init__("; ".join(str(v).splitlines()[0] for v in verdict.violations))
         self.result = result
         self.verdict = verdict
+
+
+def _schedule(last_point: int) -> st.SearchStrategy[list[int]]:
+    """Preemptions: up to three at hot points (kubesim.sched.Preemptions: a point among the
+    first of a step's reaction, or a fraction of the longest hot region, a relist), then up
+    to :data:`MAX_PREEMPTIONS` in all at offsets among every point; sorted."""
+    point = st.one_of(
+        st.integers(0, MAX_HOT_PREEMPTION_POINT),
+        st.integers(HOT_FRACTION, HOT_FRACTION + 999),
+    )
+    hot = st.lists(point, max_size=3, unique=True)
+    every = st.lists(st.integers(0, last_point), max_size=MAX_PREEMPTIONS, unique=True)
+    return st.tuples(hot, every).map(
+        lambda drawn: sorted(
+            {-k - 1 for k in drawn[0]} | set(drawn[1][: MAX_PREEMPTIONS - len(drawn[0])])
+        )
+    )
+
+
+def store_modules(factory: Callable[..., Any]) -> tuple[Any, ...]:
+    """The factory's own module, whose code gets scheduling points by default (a package's
+    whole folder); none for a factory defined in kubesim, a client library or ``__main__``."""
+    import sys
+
+    name = getattr(factory, "__module__", None) or ""
+    module = sys.modules.get(name)
+    if (
+        module is None
+        or name == "__main__"
+        or not getattr(module, "__file__", None)
+        or name.split(".")[0] in _NOT_THE_STORE
+    ):
+        return ()
+    return (module,)
+
+
+# Packages whose code is never the store under test, even when a factory is defined there.
+_NOT_THE_STORE = frozenset({"kubesim", "kubernetes", "kubernetes_asyncio", "kopf", "hypothesis"})
 
 
 def factory_spec(factory: Callable[..., Any]) -> str:
@@ -131,6 +187,8 @@ def check_store(
     on_example: Callable[[CheckReport], None] | None = None,
     max_time: float | None = None,
     oracles: Sequence[str] | None = None,
+    trace_store: bool = True,
+    schedules: int = 1,
 ) -> CheckReport:
     """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
 
@@ -141,6 +199,9 @@ def check_store(
     progress bars). ``max_time``: seconds of wall time after which no new example is drawn
     (shrinking a failure already found still completes). ``oracles`` narrows which oracles
     judge the examples (``failure`` always does; see :data:`kubesim.checks.store.ORACLES`).
+    ``trace_store``: the factory's own module (its folder, for a package) gets scheduling points
+    as ``traced`` modules do, so the schedule can preempt inside the store's reads and
+    relists. ``schedules``: thread schedules tried per scenario (``kubesim check --races``).
     """
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")
@@ -152,32 +213,49 @@ def check_store(
     spec = spec or factory_spec(factory)
     if max_time is not None and not max_time > 0:
         raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
+    if not isinstance(schedules, int) or schedules < 1:
+        raise ValueError(f"schedules must be an int >= 1, got schedules={schedules!r}")
     report = CheckReport(factory=spec)
+    if trace_store:
+        traced = (*store_modules(factory), *(t for t in traced if t not in store_modules(factory)))
     last_point = MAX_PREEMPTION_POINT_TRACED if traced else MAX_PREEMPTION_POINT
     # Wall time only bounds how long the campaign draws; it never enters a run.
     deadline = None if max_time is None else time.monotonic() + max_time
 
     def example(data: st.DataObject) -> None:
-        if deadline is not None and report.found is None and time.monotonic() > deadline:
+        if deadline is not None and report.found_at is None and time.monotonic() > deadline:
             report.out_of_time = True
             reject()  # out of time: Hypothesis draws nothing more that runs
+        # The schedules first: the scenario's swarm must be the last draw (kubesim.testing.
+        # strategies explains why). A schedule is a few preemptions at hot points (a reader
+        # inside read(), a store thread handling its list: kubesim.sched.Preemptions) and a
+        # few at offsets among all the points of a step's reaction.
+        drawn = [data.draw(_schedule(last_point), label="schedule") for _ in range(schedules)]
         steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
-        schedule = data.draw(
-            st.lists(st.integers(0, last_point), max_size=MAX_PREEMPTIONS, unique=True).map(sorted),
-            label="schedule",
-        )
-        result = run_scenario(
-            factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced, spec=spec
-        )
-        verdict = judge(result.recording, only=only)
         report.examples += 1
         report.kinds.update(step.kind for step in steps)
-        report.ran.update(verdict.ran)
+        try:
+            for schedule in drawn:
+                _one(steps, schedule)
+        finally:
+            if on_example is not None:
+                on_example(report)
+
+    def _one(steps: list[Any], schedule: list[int]) -> None:
+        try:
+            result = run_scenario(
+                factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced, spec=spec
+            )
+        except StoreContractError as problem:
+            raise _UsageError(problem) from problem
+        verdict = judge(result.recording, only=only)
+        idle = dict(verdict.unexercised)
+        report.ran.update(name for name in verdict.ran if name not in idle)
+        for name, why in idle.items():
+            report.not_exercised.setdefault(name, why)
         report.skipped.update(
             (name, why) for name, why in verdict.skipped if why != "the run ended early"
         )
-        if on_example is not None:
-            on_example(report)
         if not verdict.ok:
             if report.found_at is None:
                 report.found_at = report.examples
@@ -203,6 +281,8 @@ def check_store(
     )(hypothesis_seed(seed)(given(st.data())(example)))
     try:
         test()
+    except _UsageError as usage:
+        raise usage.problem from None
     except _Violated as failed:
         traced_names = tuple(getattr(t, "__name__", str(t)) for t in traced)
         replay = Replay(
@@ -226,4 +306,9 @@ def check_store(
     for oracle in ORACLES:
         if oracle.name in report.ran:
             report.skipped.pop(oracle.name, None)
+            report.not_exercised.pop(oracle.name, None)
+    for name, why in list(report.not_exercised.items()):
+        report.skipped.pop(name, None)
+        if why == NO_READ and not report.kinds.get("read"):
+            report.not_exercised[name] = f"{why}: no read step drawn"
     return report

@@ -257,11 +257,17 @@ def _file_name(nodeid: str) -> str:
 
 
 def summary(report: CheckReport, *, seed: int) -> str:
-    """A few lines on what a campaign did: examples, seed, oracles run, skipped, not selected."""
+    """A few lines on what a campaign did: examples, seed, oracles run, not exercised, skipped,
+    not selected."""
     from kubesim.checks.store import NOT_SELECTED
 
     ran = ", ".join(sorted(report.ran)) or "none"
     lines = [f"{report.factory}: {report.examples} examples, seed {seed}", f"oracles run: {ran}"]
+    if report.not_exercised:
+        lines.append(
+            "oracles not exercised: "
+            + "; ".join(f"{n} ({why})" for n, why in sorted(report.not_exercised.items()))
+        )
     skipped = sorted((n, why) for n, why in report.skipped.items() if why != NOT_SELECTED)
     if skipped:
         lines.append("oracles skipped: " + "; ".join(f"{n} ({why})" for n, why in skipped))

@@ -64,6 +64,34 @@ class Replay:
         """The replay line: ``kubesim replay ks1....``."""
         return f"kubesim replay {self.token()}"
 
+    def run(self, *, timeline: bool = False) -> Any:
+        """Run the example again, as ``kubesim replay`` does: the factory and the traced
+        modules imported by name (a :class:`~kubesim.sim.store.StoreContractError` if one
+        cannot be), the same steps, schedule, seed and setup. Returns the
+        :class:`~kubesim.scenario.run.ScenarioResult`."""
+        import importlib
+
+        from kubesim.scenario.run import run_scenario
+        from kubesim.sim.store import StoreContractError, load_factory
+
+        factory = load_factory(self.factory)
+        traced = []
+        for name in self.traced:
+            try:
+                traced.append(importlib.import_module(name))
+            except ImportError as exc:
+                raise StoreContractError(f"cannot import traced module {name!r}: {exc}") from exc
+        return run_scenario(
+            factory,
+            self.steps,
+            seed=self.seed,
+            setup=self.setup,
+            schedule=self.schedule,
+            traced=traced,
+            spec=self.factory,
+            timeline=timeline,
+        )
+
 
 def python_version() -> str:
     return ".".join(str(part) for part in sys.version_info[:3])

@@ -472,6 +472,11 @@ class FakeSession:
         if follower is not None:
             follower.catch_up(self.server)  # a watch opened now times out from now
         response = handle(self.server, request)
+        if response.wait and follower is None:
+            # On virtual time the client waits as long as the watch cache did, then gets what
+            # the cache says by then (kubesim.server.routes.Response.wait).
+            await asyncio.sleep(response.wait)
+            response = handle(self.server, request, waited=True)
         return FakeResponse(
             self,
             method.upper(),

@@ -37,7 +37,7 @@ from typing import Any
 from kubesim.server.apiserver import APIServer
 from kubesim.server.encoding import dumps
 from kubesim.server.routes import Request, handle
-from kubesim.server.watch import WatchDropped, WatchStream
+from kubesim.server.watch import WatchDropped, WatchReadTimeout, WatchStream
 
 DEFAULT_HOST = "http://kubesim.invalid"
 
@@ -63,6 +63,40 @@ def _premature_end() -> Exception:
 
     error: Exception = urllib3.exceptions.ProtocolError(PREMATURE_END)
     return error
+
+
+def _read_timed_out(seconds: float | None) -> Exception:
+    """What urllib3 raises when a socket read of a streamed body outlasts its read timeout
+    (``HTTPResponse._error_catcher``: a ``socket.timeout`` becomes ``ReadTimeoutError``)."""
+    import urllib3
+
+    error: Exception = urllib3.exceptions.ReadTimeoutError(
+        None,  # type: ignore[arg-type]
+        None,
+        f"Read timed out. (read timeout={seconds:g})" if seconds is not None else "Read timed out.",
+    )
+    return error
+
+
+def _virtual_time() -> bool:
+    """True in a controlled thread, where ``time.sleep`` passes virtual time."""
+    from kubesim.sched import scheduler
+
+    active = scheduler.active()
+    return active is not None and active.current_thread() is not None
+
+
+def read_timeout_of(timeout: Any) -> float | None:
+    """The read timeout a client asked for: a ``urllib3.Timeout`` (its read or total), a number
+    (both connect and read), a ``(connect, read)`` pair, or None."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, int | float):
+        return float(timeout)
+    if isinstance(timeout, tuple) and len(timeout) == 2:
+        return None if timeout[1] is None else float(timeout[1])
+    read = getattr(timeout, "read_timeout", None)
+    return float(read) if isinstance(read, int | float) else None
 
 
 class FakeSocket:
@@ -133,6 +167,8 @@ class FakeHTTPResponse:
                 chunk = body.next_chunk()
             except WatchDropped as exc:
                 raise _premature_end() from exc
+            except WatchReadTimeout as exc:
+                raise _read_timed_out(body.read_timeout) from exc
             if not chunk:
                 if self._socket_shut_down:  # woken by the shutdown, not by the server's end
                     raise _premature_end()
@@ -203,6 +239,17 @@ class PoolManager:
         if catch_up is not None:
             catch_up(self.server)  # a watch opened now times out from now, not from a stale time
         response = handle(self.server, request)
+        if response.wait and _virtual_time():
+            # The watch cache waited for the resourceVersion before refusing it: so does the
+            # client, in virtual time; then the answer is what the cache says by then.
+            import time
+
+            time.sleep(response.wait)
+            response = handle(self.server, request, waited=True)
+        if isinstance(response.body, WatchStream):
+            # In virtual time: a watch that stays quiet longer than the client's read timeout
+            # raises in the reading thread, as a socket read would.
+            response.body.read_timeout = read_timeout_of(timeout)
         return FakeHTTPResponse(
             response.status, response.content_type, response.body, response.headers
         )

@@ -226,6 +226,11 @@ class SharedInformer:
         with self._lock:
             return dict(self.items)
 
+    def history_dependent(self) -> tuple[str, ...]:
+        # The stalled notifier's queue holds work it has not done yet, such as the delete of a
+        # pod it was handed before it stalled: pending work depends on history by nature.
+        return ("listeners",)
+
     def sizes(self) -> dict[str, int]:
         sizes = {"items": len(self.items)}
         for listener in self.listeners:

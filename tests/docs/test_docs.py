@@ -16,6 +16,11 @@
   sizes capped (``SIZE_CAPS``) and must exit 0. Any other command fails the test unless the
   block is preceded by ``<!-- not-run: REASON -->``; such blocks are reported as skipped, with
   the reason, in pytest's summary.
+- A ``text`` block preceded by ``<!-- output -->`` is the output of the ``sh`` block before it:
+  the test compares it with what the command prints (times, rates, trace hashes and replay
+  tokens masked, as they vary with the machine and the Python), so a page's sample output
+  cannot drift from what kubesim prints. ``KUBESIM_REGENERATE_DOCS=1 python -m pytest
+  tests/docs/test_docs.py -k sh_blocks`` writes the new output into the page instead.
 - A page that shows a third-party store (kopf, kubespawner) says so with
   ``<!-- requires: MODULE[, MODULE] -->``: its blocks are skipped, with the reason, where such a
   module cannot be imported (kopf needs Python 3.11+), and run everywhere else.
@@ -62,6 +67,13 @@ NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<reason>[^>]*?)\s*-->")
 # A block that shows a failure on purpose: its commands must exit with this code, not 0.
 EXITS = re.compile(r"<!--\s*exits:\s*(?P<code>\d+)\s*-->")
 REQUIRES = re.compile(r"<!--\s*requires:\s*(?P<modules>[\w., ]+?)\s*-->")
+OUTPUT = re.compile(r"<!--\s*output\s*-->")
+# What varies between machines and Pythons in a command's output, masked before comparing.
+VOLATILE = (
+    (re.compile(r"\(\d+(?:\.\d+)? s, \d+(?:\.\d+)? examples/s\)"), "(T s, R examples/s)"),
+    (re.compile(r"trace [0-9a-f]{16}"), "trace HASH"),
+    (re.compile(r"ks1\.[A-Za-z0-9_-]+"), "ks1.TOKEN"),
+)
 FILE_HEADER = re.compile(r"#\s*file:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*\.py)\s*$")
 
 
@@ -73,6 +85,7 @@ class Block:
     code: str
     not_run: str | None  # the reason, when the block is marked not-run
     exits: int = 0  # the exit code its commands must end with (<!-- exits: N -->)
+    output: bool = False  # a text block marked <!-- output -->: the sh block before it prints it
 
     @property
     def where(self) -> str:
@@ -108,7 +121,8 @@ def blocks_of(page: str) -> list[Block]:
         reason = marker["reason"] if marker else None
         exits = EXITS.search(previous)
         code = int(exits["code"]) if exits else 0
-        found.append(Block(page, start + 1, kind, "\n".join(body) + "\n", reason, code))
+        output = bool(OUTPUT.search(previous))
+        found.append(Block(page, start + 1, kind, "\n".join(body) + "\n", reason, code, output))
     return found
 
 
@@ -370,7 +384,45 @@ def test_sh_blocks_run(block: Block, tmp_path: Path) -> None:
             + proc.stderr[-2000:]
         )
         ran += 1
+        printed = proc.stdout
     assert ran, f"{block.where}: an sh block with nothing to run"
+    shown = _output_block(block)
+    if shown is not None:
+        if os.environ.get("KUBESIM_REGENERATE_DOCS"):
+            _rewrite(shown, printed)
+        else:
+            assert _masked(printed) == _masked(shown.code), (
+                f"{shown.where}: the output shown is not what `{command}` prints now "
+                "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
+            )
+
+
+def _output_block(block: Block) -> Block | None:
+    """The text block marked ``<!-- output -->`` right after ``block``, if any."""
+    page = [b for b in ALL_BLOCKS if b.page == block.page]
+    following = page[page.index(block) + 1 :]
+    if following and following[0].kind == "text" and following[0].output:
+        return following[0]
+    return None
+
+
+def _masked(text: str) -> str:
+    for pattern, replacement in VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text.rstrip("\n")
+
+
+def _rewrite(block: Block, printed: str) -> None:
+    # Located again by its position among the page's blocks: an earlier rewrite may have moved
+    # the lines since the collection.
+    ordinal = [b for b in ALL_BLOCKS if b.page == block.page].index(block)
+    current = blocks_of(block.page)[ordinal]
+    path = ROOT / block.page
+    lines = path.read_text(encoding="utf-8").split("\n")
+    start = current.line  # the line after the opening fence (fence lines are 1-based)
+    end = start + len(current.code.rstrip("\n").split("\n"))
+    lines[start:end] = printed.rstrip("\n").split("\n")
+    path.write_text("\n".join(lines), encoding="utf-8")
 
 
 # -- references --------------------------------------------------------------------------------

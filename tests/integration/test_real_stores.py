@@ -48,20 +48,17 @@ def shared_informer(api_client: Any) -> InformerStore:
     return InformerStore(api_client)
 
 
-def test_the_shared_informer_rewatches_in_a_hot_loop_on_too_large_resource_version() -> None:
-    report = check_store(
-        shared_informer,
-        spec="tests/integration/test_real_stores.py:shared_informer",
-        examples=60,
-        seed=0,
-        kinds=["create", "delete", "churn", "read", "stall", "crash"],
-        database=":memory:",
-    )
-    assert report.found is not None
-    assert report.found.properties == ["progress"], str(report.found)
-    lines = report.found.result.lines
-    assert lines[0].startswith("stall the watch cache")
-    assert "crash and restart the store" in lines[-1]
+def test_the_shared_informer_rewatches_once_per_watch_cache_wait_on_too_large_rv() -> None:
+    # The withdrawn finding (shared-informer-too-large-rv.md): after a stalled cache and a
+    # restart, the informer re-watches at once after each 504, but each 504 comes after the
+    # watch cache's 3 s wait, as kube-apiserver's does: one request per 3 virtual seconds.
+    steps = [StallWatchCache(), CreatePods(1), CrashAndRestart(), AdvanceTime(60)]
+    result = run_scenario(shared_informer, steps, seed=0)
+    verdict = judge(result.recording)
+    assert verdict.ok, verdict
+    before, after = result.recording.rounds[3], result.recording.rounds[4]
+    assert after.time - before.time == 60
+    assert 15 <= after.requests - before.requests <= 25, after.requests - before.requests
 
 
 def test_the_shared_informer_passes_expiries_drops_and_relists() -> None:
@@ -190,24 +187,26 @@ def test_kopf_index_keeps_pods_deleted_while_its_watch_was_down(kopf_index: Any)
     )
     found = report.found
     assert found is not None
-    assert found.properties == ["converge"], str(found)
+    # The index keeps the pod: the view says so, and so does the comparison with a fresh
+    # operator, which names the index entry.
+    assert found.properties == ["converge", "history"], str(found)
     assert "phantom(s) the server no longer has (missed deletes)" in str(found), str(found)
+    assert "store.index['team-0/web-000']" in str(found), str(found)
     assert [line.split(" while ")[0] for line in found.result.lines] == ["delete team-0/web-000"]
 
 
-def test_kopf_operator_exits_when_a_lagging_watch_cache_outlasts_its_retries(
-    kopf_index: Any,
-) -> None:
+def test_kopf_operator_outlasts_a_lagging_watch_cache_by_retrying(kopf_index: Any) -> None:
     # After a restart kopf lists (a consistent read: the newest resourceVersion) and watches
-    # from there; a watch cache behind that answers 504 "Too large resource version". kopf
-    # retries 8 times (1+1+2+3+5+8+13+21 s), then the error ends the whole operator.
-    steps = [StallWatchCache(), CreatePods(1), CrashAndRestart()]
-    within = run_scenario(kopf_index, [*steps, AdvanceTime(30)], seed=0)
-    assert judge(within.recording).ok, judge(within.recording)
-    beyond = run_scenario(kopf_index, [*steps, AdvanceTime(60)], seed=0)
-    verdict = judge(beyond.recording)
-    assert [v.property for v in verdict.violations] == ["crash"], verdict
-    assert "Too large resource version" in str(beyond.recording.failure)
+    # from there; a watch cache behind that answers 504 "Too large resource version" after its
+    # 3 s wait. kopf retries 8 times (1+1+2+3+5+8+13+21 s), logs the error and starts the watch
+    # again, for five minutes of lag; then the cache catches up and so does the operator. (The
+    # withdrawn finding of kopf-index-relist.md: with the 504 answered at once, it had ended.)
+    steps = [StallWatchCache(), CreatePods(1), CrashAndRestart(), AdvanceTime(300)]
+    result = run_scenario(kopf_index, steps, seed=0)
+    verdict = judge(result.recording)
+    assert verdict.ok, verdict
+    before, after = result.recording.rounds[3], result.recording.rounds[4]
+    assert after.requests - before.requests > 20  # it kept trying, at its backoff's pace
 
 
 def test_kopf_index_passes_every_fault_without_deletes(kopf_index: Any) -> None:

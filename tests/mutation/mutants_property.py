@@ -16,12 +16,20 @@ MUTANTS = [
         "why": "a structure that grows every restart with a constant live set would pass",
     },
     {
-        "name": "sizes-proportion-ignored",
+        "name": "one-time-step-judged-a-leak",
         "path": "kubesim/checks/bounded.py",
-        "old": "        if value > limit:",
+        "old": "    return tails[first - 1 :] if len(tails) > first else tails",
+        "new": "    return tails",
+        "tests": [f"{ORACLES}test_bounded_judges_growth_that_goes_on_not_a_one_time_step"],
+        "why": "a store whose memory steps up once after the first relist would be a leak",
+    },
+    {
+        "name": "tail-never-extended",
+        "path": "kubesim/scenario/run.py",
+        "old": "        if check_bounded(self.recording) is not None:",
         "new": "        if False:",
-        "tests": [f"{ORACLES}test_bounded_flags_a_structure_out_of_proportion_with_the_live_set"],
-        "why": "a dedup set that never forgets deleted objects would pass after churn",
+        "tests": [f"{SCENARIO}test_the_kubearmor_shape_grows_in_the_tail_and_keeps_a_phantom"],
+        "why": "growth would be judged over three rounds, a one-time step with it",
     },
     {
         "name": "phantoms-not-counted",
@@ -53,7 +61,7 @@ MUTANTS = [
     {
         "name": "store-that-returns-passes",
         "path": "kubesim/scenario/run.py",
-        "old": "        if self.sim.store_finished:",
+        "old": "        if self.sim.store_finished and not self._store_threads_running():",
         "new": "        if False:",
         "tests": [f"{SCENARIO}test_a_store_that_lists_once_is_an_error_not_a_pass"],
         "why": "a store whose run() lists once and returns would be judged by the oracles",

@@ -135,8 +135,8 @@ MUTANTS = [
     dict(
         name="future-rv-watch-sends-the-rv-itself",
         path="kubesim/server/watch.py",
-        old="if self.ended is not None or event.rv <= self.after_rv:",
-        new="if self.ended is not None or event.rv < self.after_rv:",
+        old="if self.ended is not None or event.rv <= self.after_rv or self.silent:",
+        new="if self.ended is not None or event.rv < self.after_rv or self.silent:",
         tests=[f"{WATCH_FAULTS}::test_a_watch_from_a_future_rv_sends_only_events_after_it"],
         why="a watch from resourceVersion r also sends the event at r",
     ),

@@ -20,20 +20,27 @@ def _key(obj: dict[str, Any]) -> str:
 
 
 class Reflector:
-    """Correct: list, watch from the last RV, relist on 410, back off on errors; a dict cache."""
+    """Correct: list, watch from the last RV, relist on 410, back off on errors (1 s, doubling
+    to 30 s, as client-go's reflector); a dict cache."""
 
     def __init__(self, api_client: client.ApiClient) -> None:
         self.core = client.CoreV1Api(api_client)
         self.cache: dict[str, dict[str, Any]] = {}
         self.resource_version = ""
+        self.backoff = 1.0
+
+    def _back_off(self) -> None:
+        time.sleep(self.backoff)
+        self.backoff = min(self.backoff * 2, 30.0)
 
     def run(self) -> None:
         while True:
             try:
                 response = self.core.list_pod_for_all_namespaces(_preload_content=False)
             except client.ApiException:
-                time.sleep(1)
+                self._back_off()
                 continue
+            self.backoff = 1.0
             listed = json.loads(response.data)
             self.cache = {_key(pod): pod for pod in listed["items"]}
             self.resource_version = listed["metadata"]["resourceVersion"]
@@ -50,7 +57,7 @@ class Reflector:
                 _preload_content=False,
             )
         except client.ApiException as error:
-            time.sleep(1)
+            self._back_off()
             return error.status in (429, 500, 503)
         try:
             for line in iter_resp_lines(response):
@@ -321,3 +328,33 @@ def stops_cleanly(api_client: client.ApiClient) -> Stoppable:
 
 def leaves_a_worker(api_client: client.ApiClient) -> Stoppable:
     return Stoppable(api_client, leaves_worker=True)
+
+
+class StartsAndReturns(Reflector):
+    """run() starts the reflector in a thread of its own and returns (the shape of an
+    informer's ``start()``): the store runs in that thread."""
+
+    def run(self) -> None:
+        import threading
+
+        threading.Thread(target=super().run, name="reflector", daemon=True).start()
+
+
+def starts_and_returns(api_client: client.ApiClient) -> StartsAndReturns:
+    return StartsAndReturns(api_client)
+
+
+class RunningOnly(Reflector):
+    """Correct, with a filtered read: consumers get the running pods that have an IP."""
+
+    def read(self) -> list[dict[str, Any]]:
+        return [
+            pod
+            for pod in list(self.cache.values())
+            if (pod.get("status") or {}).get("phase") == "Running"
+            and (pod.get("status") or {}).get("podIP")
+        ]
+
+
+def running_only(api_client: client.ApiClient) -> RunningOnly:
+    return RunningOnly(api_client)

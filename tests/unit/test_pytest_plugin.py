@@ -204,7 +204,9 @@ def test_the_seed_option_is_shown_and_a_correct_store_passes_under_any_seed(
             "*leaky_store:reflector: 3 examples, seed 5",
         ]
     )
-    seeded.stdout.fnmatch_lines(["oracles run: bounded, converge, failure, monotone, progress"])
+    seeded.stdout.fnmatch_lines(
+        ["oracles run: bounded, converge, failure, history, monotone, progress"]
+    )
 
 
 def test_oracle_markers_require_and_narrow_the_oracles(user: pytest.Pytester) -> None:
@@ -255,8 +257,8 @@ def test_oracle_markers_require_and_narrow_the_oracles(user: pytest.Pytester) ->
             "*Captured kubesim call*",
             "leaky_store:appending_watcher: 3 examples, seed 0",
             "oracles run: failure, progress",
-            "oracles not selected: bounded, clean-stop, converge, effects-once, isolation, "
-            "monotone, snapshot-reads",
+            "oracles not selected: bounded, clean-stop, converge, effects-expected, "
+            "effects-once, history, isolation, monotone, snapshot-reads",
         ]
     )
     result.stdout.fnmatch_lines(
@@ -350,6 +352,8 @@ class _MissesDeletes(stores.Reflector):
             try:
                 for line in iter_resp_lines(response):
                     event = json.loads(line)
+                    if event["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+                        continue  # an ERROR (a 410) or a BOOKMARK: nothing to cache
                     obj = event["object"]
                     key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
                     if event["type"] == "DELETED":

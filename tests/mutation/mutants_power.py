@@ -1,0 +1,122 @@
+"""Named mutants of the detectors the power work added: the history oracle, effects-expected,
+coverage, per-scope and filtered snapshot reads, hot preemptions, the outage's backoff, silent
+connections and read timeouts, server versions, stop() during a list, and usage errors."""
+
+POWER = "tests/unit/test_power.py::"
+
+MUTANTS = [
+    dict(
+        name="history-ignores-the-past",
+        path="kubesim/checks/history.py",
+        old="    past = provenance.explain(found.old)\n    if past:",
+        new='    past = ""\n    if past:',
+        tests=[f"{POWER}test_history_names_the_index_entry_a_fresh_store_does_not_have"],
+        why="an index entry for a label value no pod has would pass: a fresh store lacks it",
+    ),
+    dict(
+        name="history-misses-duplicates",
+        path="kubesim/checks/history.py",
+        old="    if found.have and provenance.live_of(found.old):",
+        new="    if False:",
+        tests=[f"{POWER}test_history_counts_duplicates_and_leaves_declared_history_alone"],
+        why="KubeArmor's endpoints, appended once per re-sent ADDED, would pass the comparison",
+    ),
+    dict(
+        name="fresh-store-compared-before-a-read",
+        path="kubesim/scenario/run.py",
+        old='            reads = (self._call_from_driver("read"), self._hook(fresh, "read"))',
+        new="            reads = None",
+        tests=[f"{POWER}test_a_structure_read_refreshes_is_compared_after_a_read_on_both_stores"],
+        why="a structure a read computes would be compared stale against an empty one",
+    ),
+    dict(
+        name="declared-history-compared",
+        path="kubesim/scenario/run.py",
+        old='        skip = frozenset(f"store.{name}" for name in declared)',
+        new="        skip: frozenset[str] = frozenset()",
+        tests=[f"{POWER}test_history_counts_duplicates_and_leaves_declared_history_alone"],
+        why="a stalled consumer's queue of pending work would be reported as a leak",
+    ),
+    dict(
+        name="expected-effects-never-missed",
+        path="kubesim/checks/effects.py",
+        old="    missed = [e for e in expected if e.key not in performed]",
+        new="    missed: list[Expected] = []",
+        tests=[f"{POWER}test_a_cleanup_never_run_for_a_delete_discovered_on_relist_is_missed"],
+        why="a cleanup never run for a pod deleted while the watch was down would pass",
+    ),
+    dict(
+        name="unexercised-counts-as-passed",
+        path="kubesim/checks/store.py",
+        old="        if why is not None:\n            unexercised.append((oracle.name, why))",
+        new="        if False:\n            unexercised.append((oracle.name, why))",
+        tests=[f"{POWER}test_an_oracle_with_nothing_to_judge_is_not_exercised_not_passed"],
+        why="isolation would be reported passed by a campaign that never read",
+    ),
+    dict(
+        name="snapshot-reads-across-scopes",
+        path="kubesim/checks/store.py",
+        old="    if len(scopes) < 2:",
+        new="    if True:",
+        tests=[f"{POWER}test_snapshot_reads_judge_each_namespace_at_its_own_resource_version"],
+        why="a correct store with one reflector per namespace would be called torn",
+    ),
+    dict(
+        name="filtered-reads-judged-whole",
+        path="kubesim/checks/store.py",
+        old="            subset=recording.partial_reads is not None,\n        )\n    else:",
+        new="            subset=False,\n        )\n    else:",
+        tests=[f"{POWER}test_a_filtered_read_is_judged_as_a_part_of_a_state"],
+        why="a read that serves only running pods would be called torn when a pod terminates",
+    ),
+    dict(
+        name="hot-points-never-preempt",
+        path="kubesim/sched/strategies.py",
+        old="            if self._hot_pending and hot >= self._hot_pending[0]:",
+        new="            if False:",
+        tests=[
+            f"{POWER}test_a_hot_preemption_lands_inside_a_relist_and_a_reader_sees_it_half_done"
+        ],
+        why="a relist applied in place under a lock-free reader would never be seen half done",
+    ),
+    dict(
+        name="outage-counts-like-any-round",
+        path="kubesim/checks/progress.py",
+        old="        if after.index in recording.outage_rounds:",
+        new="        if False:",
+        tests=[f"{POWER}test_an_outage_is_retried_with_backoff_or_reported"],
+        why="a store retrying an outage every tenth of a second would pass",
+    ),
+    dict(
+        name="read-timeout-never-fires",
+        path="kubesim/transport/kubernetes_client.py",
+        old="            response.body.read_timeout = read_timeout_of(timeout)",
+        new="            response.body.read_timeout = None",
+        tests=[f"{POWER}test_a_silent_connection_meets_the_clients_read_timeout"],
+        why="a watch loop that dies on its read timeout would never meet one",
+    ),
+    dict(
+        name="old-servers-say-expired",
+        path="kubesim/server/versions.py",
+        old="            server.expired_reason = self.expired_reason",
+        new='            server.expired_reason = "Expired"',
+        tests=[f"{POWER}test_an_older_server_says_gone_and_a_store_that_knows_only_expired_loops"],
+        why="a store that knows only reason Expired would pass against a 1.17 server",
+    ),
+    dict(
+        name="stop-never-during-a-list",
+        path="kubesim/scenario/run.py",
+        old="        if self._stop_armed and listing:",
+        new="        if False:",
+        tests=[f"{POWER}test_stop_during_a_list_leaves_a_thread_running_in_the_informer_shape"],
+        why="stop() would only come between steps, where the informer shape stops cleanly",
+    ),
+    dict(
+        name="factory-errors-are-findings",
+        path="kubesim/testing/check.py",
+        old="            raise _UsageError(problem) from problem",
+        new="            raise",
+        tests=[f"{POWER}test_a_factory_that_raises_is_a_usage_error"],
+        why="a factory that cannot build the store would be shrunk and reported as a bug",
+    ),
+]

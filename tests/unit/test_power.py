@@ -1,0 +1,230 @@
+"""Each new detector of the property layer finds its family in one hand-written scenario, and
+passes the family's fix: the history oracle, effects-expected, per-scope and filtered snapshot
+reads, the outage's backoff, silent connections and read timeouts, server versions, stop()
+during a list, hot preemptions, and coverage reported as a verdict.
+
+These are the fast, exact counterparts of tests/quality/test_corpus3.py (which lets the default
+campaign find the same bugs); the mutants of tests/mutation/mutants_power.py are killed here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesim.checks.store import judge
+from kubesim.scenario.run import ScenarioResult, run_scenario
+from kubesim.scenario.steps import (
+    ChangeServerVersion,
+    ChurnPods,
+    CompactHistory,
+    DeleteWhileDisconnected,
+    ExpireWatches,
+    LastingErrors,
+    PatchLabels,
+    PatchMetadata,
+    ReadConcurrently,
+    ReusePodIP,
+    SilenceWatches,
+    SlowConsumerBurst,
+    StopStore,
+    UpdatePodStatus,
+)
+from kubesim.sim.store import load_factory
+from kubesim.testing.check import check_store, store_modules
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(spec: str, steps: list[Any], **options: Any) -> ScenarioResult:
+    factory = load_factory(spec)
+    return run_scenario(factory, steps, spec=spec, traced=store_modules(factory), **options)
+
+
+def _broken(result: ScenarioResult) -> dict[str, str]:
+    return {v.property: str(v) for v in judge(result.recording).violations}
+
+
+# -- history -----------------------------------------------------------------------------------
+def test_history_names_the_index_entry_a_fresh_store_does_not_have() -> None:
+    steps = [PatchLabels(count=2, unique=True), PatchLabels(count=2, value="v3")]
+    found = _broken(_run("models.label_index:keeps_empty_index_sets", steps))
+    assert list(found) == ["history"]
+    # The values the first storm gave, which no pod has since the second: kept as empty sets.
+    assert "store.indexer.indices['labels']['version=v2-1-0'] = set()" in found["history"]
+    assert "(label version=v2-1-0 of team-0/web-000, until rv 15)" in found["history"]
+    assert _broken(_run("models.label_index:deletes_empty_index_sets", steps)) == {}
+
+
+def test_history_counts_duplicates_and_leaves_declared_history_alone() -> None:
+    found = _broken(_run("models.kubearmor:before_pr1553", []))
+    assert "(a duplicate)" in found["history"]
+    # The stalled listener's queue holds the delete of a pod it was handed before it stalled;
+    # the store declares it with history_dependent().
+    assert _broken(_run("models.stalled_listener:coalescing_queue", [ChurnPods(1)])) == {}
+
+
+def test_a_structure_read_refreshes_is_compared_after_a_read_on_both_stores() -> None:
+    # The endpoints are computed in read(): a fresh store's would be empty until read.
+    steps = [ReadConcurrently(), DeleteWhileDisconnected(1), ChurnPods(1)]
+    assert _broken(_run("models.shared_informer_mutation:deep_copy", steps)) == {}
+
+
+# -- effects-expected --------------------------------------------------------------------------
+def test_a_cleanup_never_run_for_a_delete_discovered_on_relist_is_missed() -> None:
+    steps = [DeleteWhileDisconnected(1, compacted=True)]
+    found = _broken(_run("models.endpoint_table:drops_tombstone_deletes", steps))
+    assert "effects-expected" in found
+    assert "for the deletion of team-0/web-000" in found["effects-expected"]
+    assert _broken(_run("models.endpoint_table:keys_tombstones", steps)) == {}
+
+
+# -- snapshot reads ------------------------------------------------------------------------------
+def test_snapshot_reads_judge_each_namespace_at_its_own_resource_version() -> None:
+    steps = [ReadConcurrently(), PatchLabels(count=6, value="v3"), ExpireWatches(with_error=True)]
+    assert _broken(_run("models.ns_reflectors:swaps_namespace_on_relist", steps)) == {}
+
+
+def test_a_filtered_read_is_judged_as_a_part_of_a_state() -> None:
+    # The read serves only running pods with an IP: a terminated pod leaves it, by design.
+    steps = [ReadConcurrently(), UpdatePodStatus(0), ChurnPods(1)]
+    result = _run("tests.unit.property_stores:running_only", steps)
+    assert result.recording.partial_reads is not None
+    assert "lacked team-0/web-000" in result.recording.partial_reads
+    assert _broken(result) == {}
+
+
+def test_a_hot_preemption_lands_inside_a_relist_and_a_reader_sees_it_half_done() -> None:
+    # The default campaign's find, shrunk: the outage ends with a relist, and the preemption
+    # at 47% of the longest hot region seen lands in the middle of applying it; the reader
+    # that waits for relists reads there.
+    steps = [
+        ReadConcurrently(),
+        ExpireWatches(),
+        ReusePodIP(0),
+        PatchMetadata(1),
+        SilenceWatches(120),
+        LastingErrors(30, 429),
+        SlowConsumerBurst(8, 1),
+    ]
+    torn = _broken(_run("models.prune_then_update:prune_then_update", steps, schedule=[-1471]))
+    assert "snapshot-reads" in torn
+    assert "'reader-1-relist' read 7 object(s) at step 8" in torn["snapshot-reads"]
+    assert _broken(_run("models.prune_then_update:prune_then_update", steps)) == {}
+    fixed = _run("models.prune_then_update:build_then_swap", steps, schedule=[-1471])
+    assert _broken(fixed) == {}
+
+
+# -- lasting faults ------------------------------------------------------------------------------
+def test_an_outage_is_retried_with_backoff_or_reported() -> None:
+    outage = [LastingErrors(seconds=120, code=503)]
+    found = _broken(_run("models.retry_storm:retry_immediately", outage))
+    assert list(found) == ["progress"]
+    assert _broken(_run("models.retry_storm:backoff_with_retry_after", outage)) == {}
+    # A fixed one-second retry is not a hot loop: the reflector of property_stores backs off.
+    assert _broken(_run("tests.unit.property_stores:reflector", outage)) == {}
+
+
+def test_a_silent_connection_meets_the_clients_read_timeout() -> None:
+    silence = [SilenceWatches(seconds=120)]
+    found = _broken(_run("models.read_timeout:timeout_kills_watcher", silence))
+    assert list(found) == ["crash"]
+    assert "ReadTimeoutError" in found["crash"]
+    assert "read timeout=60" in found["crash"]
+    assert _broken(_run("models.read_timeout:rewatch_after_timeout", silence)) == {}
+
+
+def test_an_older_server_says_gone_and_a_store_that_knows_only_expired_loops() -> None:
+    steps = [ChangeServerVersion("1.17"), CompactHistory(), ExpireWatches(with_error=True)]
+    found = _broken(_run("models.expiry_reason:expired_by_reason", steps))
+    assert "converge" in found
+    assert _broken(_run("models.expiry_reason:expired_by_code", steps)) == {}
+    # Against today's servers ("Expired") the same store relists.
+    modern = [CompactHistory(), ExpireWatches(with_error=True)]
+    assert _broken(_run("models.expiry_reason:expired_by_reason", modern)) == {}
+
+
+def test_stop_during_a_list_leaves_a_thread_running_in_the_informer_shape() -> None:
+    during = [StopStore(during_list=True)]
+    result = _run("models.stop_during_list:checks_before_watch_loop", during)
+    assert result.lines == ["stop() during a list, then started again"]
+    found = _broken(result)
+    assert list(found) == ["clean-stop"]
+    assert "during a list" in found["clean-stop"]
+    assert _broken(_run("models.stop_during_list:checks_after_every_request", during)) == {}
+    # Between steps, the same store stops cleanly: the list is what it misses.
+    between = [StopStore(during_list=False)]
+    assert _broken(_run("models.stop_during_list:checks_before_watch_loop", between)) == {}
+
+
+# -- coverage and usage ----------------------------------------------------------------------
+def test_an_oracle_with_nothing_to_judge_is_not_exercised_not_passed() -> None:
+    report = check_store(
+        load_factory("models.ksm_relist:build_then_swap"),
+        examples=5,
+        kinds=["create", "expire"],
+        database=":memory:",
+    )
+    assert report.ok
+    assert "isolation" not in report.ran
+    assert report.not_exercised["isolation"] == "no read() was made: no read step drawn"
+    assert "snapshot-reads" in report.not_exercised
+
+
+def _kubesim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubesim", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "class Store:\n    def __init__(self):\n        pass\n\n    def run(self):\n"
+            "        pass\n",
+            "a factory is called with one argument, the ApiClient",
+        ),
+        (
+            "def Store(api_client):\n    raise RuntimeError('no cluster')\n",
+            "raised RuntimeError: no cluster",
+        ),
+    ],
+)
+def test_a_factory_that_raises_is_a_usage_error(tmp_path: Path, source: str, message: str) -> None:
+    (tmp_path / "broken_store.py").write_text(source, encoding="utf-8")
+    done = _kubesim("check", "broken_store.py:Store", "--database", ":memory:", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the factory broken_store.py:Store raised" in done.stderr
+    assert message in done.stderr
+    assert "replay" not in done.stdout + done.stderr
+
+
+def test_oracles_are_selected_and_listed_by_name(tmp_path: Path) -> None:
+    listed = _kubesim("check", "--list-oracles", cwd=tmp_path)
+    assert listed.returncode == 0
+    assert "history " in listed.stdout
+    assert "effects-expected" in listed.stdout
+    wrong = _kubesim("check", "x.py:f", "--oracles", "converge,nope", cwd=tmp_path)
+    assert wrong.returncode == 2
+
+
+def test_a_run_that_starts_its_threads_and_returns_keeps_running() -> None:
+    # An informer's start() shape: run() starts a thread and returns; the store runs in it.
+    result = _run("tests.unit.property_stores:starts_and_returns", [ChurnPods(1), ExpireWatches()])
+    assert _broken(result) == {}
+    # A run() that lists once and returns, with no thread left, is told what it did.
+    once = _run("tests.unit.property_stores:ListOnce", [ChurnPods(1)])
+    assert (
+        "after 1 list(s) and no watch: a list-once store is not watching"
+        in (_broken(once)["stopped-watching"])
+    )
