@@ -442,10 +442,7 @@ def kubesim_first_failure(
         out["found"] = False
         return out
     first = stamps[report.found_at - 1]
-    replay = parse_token(found.replay.token())
-    again = run_scenario(
-        factory, replay.steps, seed=replay.seed, setup=replay.setup, schedule=replay.schedule
-    )
+    again = parse_token(found.replay.token()).run()
     out.update(
         found=True,
         found_at=report.found_at,

@@ -105,15 +105,21 @@ def failure_data(found: Any, *, factory: Any = None) -> dict[str, Any]:
 
 
 def _rerun_with_timeline(found: Any, factory: Any) -> Any:
+    """The failure once more, with its timeline: the same factory object, and the modules the
+    campaign traced (the store's own among them), so the same scheduling points."""
+    import sys
+
     from kubesim.scenario.run import run_scenario
 
     replay = found.replay
+    traced = [sys.modules[name] for name in replay.traced if name in sys.modules]
     return run_scenario(
         factory,
         replay.steps,
         seed=replay.seed,
         setup=replay.setup,
         schedule=replay.schedule,
+        traced=traced,
         spec=replay.factory,
         timeline=True,
     )

@@ -9,10 +9,10 @@ same recording and the same trace hash.
 
 Every scenario ends the same way, so that the oracles can judge it:
 
-1. **quiesce**: faults are cleared (a stalled watch cache resumes, pending injected errors are
-   dropped), watches expire and history is compacted past the store's resourceVersion, so the
-   store must re-sync (a reflector relists after its 410; a raw watcher gets a synthetic ADDED
-   per object);
+1. **quiesce**: the last step's faults last :data:`FAULTS_LINGER` more seconds, then are
+   cleared (a stalled watch cache resumes, pending injected errors are dropped), watches expire
+   and history is compacted past the store's resourceVersion, so the store must re-sync (a
+   reflector relists after its 410; a raw watcher gets a synthetic ADDED per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
    history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
    structures and retained bytes stay flat across them; a leaking one grows every round.
@@ -66,6 +66,8 @@ class HotRequestLoop(BaseException):
 
 
 HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "history_dependent")
+# Virtual seconds the last step's faults last before the run clears them (see quiesce).
+FAULTS_LINGER = 10.0
 # Virtual seconds a fresh store (the history oracle's) may take to sync with the server.
 FRESH_SYNC = 60.0
 
@@ -853,6 +855,14 @@ class ScenarioRun:
 
     def quiesce(self) -> None:
         server = self.server
+        # The last step's faults last a little longer before they clear: a store waiting out
+        # one (a watch cache's 3 s before "Too large resource version", a backoff) meets it
+        # again, as it would on a cluster, instead of finding the fault gone when it wakes.
+        self._round += 1
+        self._release_readers()
+        self._rebase_schedule()
+        self.sim.advance(FAULTS_LINGER)
+        self.observe(f"the faults last {FAULTS_LINGER:g} s more", "step")
         server.resume_watch_cache()
         server.request_failures.clear()
         server.set_watch_buffer(None)

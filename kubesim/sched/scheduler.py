@@ -540,25 +540,6 @@ class Scheduler:
                 self._observe(ct, f"preempted for {self.threads[chosen].name}")
             self._switch(ct, self.threads[chosen])
 
-    def yield_to_others(self) -> None:
-        """The calling (current) thread lets the next runnable thread (round-robin) run first;
-        it stays runnable and runs again when its turn comes. A no-op alone, or outside a run.
-
-        What a harness thread does to act *after* the threads it was woken with (a reader
-        that reads once the store has begun to react), whatever the strategy draws.
-        """
-        if self._atomic or self.aborting:
-            return
-        ct = self.current
-        if ct is None or ct.ident != _thread.get_ident() or ct.state is not State.RUNNABLE:
-            return
-        self._count_step()
-        others = [t for t in self._runnable() if t != ct.id]
-        if others:
-            later = [t for t in others if t > ct.id]
-            chosen = later[0] if later else others[0]
-            self._switch(ct, self.threads[chosen])
-
     def _observe(self, ct: ControlledThread, why: str) -> None:
         assert self.observer is not None
         self.observer(

@@ -22,7 +22,8 @@ Contract (what :class:`AsyncStoreHost` guarantees, and what it asks):
   handed to the loop the same way.
 - ``workers()`` may return coroutine functions (started as tasks on the loop) or plain
   functions (started as threads, as for a threaded store).
-- A ``run()`` cancelled because ``stop()`` cancelled the task it awaits is a clean end.
+- A ``run()`` cancelled because ``stop()`` cancelled the task it awaits is a clean end; so is a
+  ``stop()`` cut short because ``run()`` ended and the loop's teardown cancelled what was left.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class AsyncStoreHost:
         self.order = order if order is not None else LoopOrder()
         self.loop: ControlledThreadLoop | None = None
         self.stopping = False
+        self.run_ended = False  # run() returned (or was cancelled by stop()): the loop tears down
 
     # -- the store thread ---------------------------------------------------------------------
     def serve_factory(
@@ -108,7 +110,9 @@ class AsyncStoreHost:
             task = loop.create_task(call(), name="run")
             try:
                 loop.run_until_complete(task)
+                self.run_ended = True
             except asyncio.CancelledError:
+                self.run_ended = True
                 if not self.stopping:
                     raise RuntimeError(
                         "the store's run() was cancelled while nobody stopped it (a task it "
@@ -166,8 +170,13 @@ class AsyncStoreHost:
 
         loop.call_soon_threadsafe(start)
         done.wait()
-        if "error" in box:
-            raise box["error"]
+        error = box.get("error")
+        if isinstance(error, asyncio.CancelledError) and name == "stop" and self.run_ended:
+            # run() ended (what stop() asked for) and the loop's teardown cancelled the rest of
+            # stop() with the other leftover tasks: the store has stopped.
+            return None
+        if error is not None:
+            raise error
         return box.get("result")
 
     def from_driver(self, hook: Callable[[], Any], *, name: str) -> Any:

@@ -113,9 +113,10 @@ MUTANTS = [
     ),
     dict(
         name="factory-errors-are-findings",
-        path="kubesim/testing/check.py",
-        old="            raise _UsageError(problem) from problem",
-        new="            raise",
+        path="kubesim/scenario/run.py",
+        old="                instance.problems.append(_factory_failed(self.spec, error))\n"
+        "                return\n            if not accept(store):",
+        new="                raise\n            if not accept(store):",
         tests=[f"{POWER}test_a_factory_that_raises_is_a_usage_error"],
         why="a factory that cannot build the store would be shrunk and reported as a bug",
     ),

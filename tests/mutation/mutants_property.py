@@ -69,8 +69,8 @@ MUTANTS = [
     {
         "name": "readers-read-once",
         "path": "kubesim/scenario/run.py",
-        "old": "            while True:\n                go = threading.Event()",
-        "new": "            for _ in range(1):\n                go = threading.Event()",
+        "old": "                while True:\n                    go = threading.Event()",
+        "new": "                for _ in range(1):\n                    go = threading.Event()",
         "tests": [f"{THREADS}test_readers_overlap_the_next_step_and_their_reads_are_judged"],
         "why": "a reader would never overlap a later relist (torn relists would go unseen)",
     },

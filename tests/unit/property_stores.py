@@ -358,3 +358,15 @@ class RunningOnly(Reflector):
 
 def running_only(api_client: client.ApiClient) -> RunningOnly:
     return RunningOnly(api_client)
+
+
+class FastRetry(Reflector):
+    """Retries a refused list or watch after a tenth of a second, however long the errors
+    last: not a hot loop (it waits), but no backoff either."""
+
+    def _back_off(self) -> None:
+        time.sleep(0.1)
+
+
+def fast_retry(api_client: client.ApiClient) -> FastRetry:
+    return FastRetry(api_client)

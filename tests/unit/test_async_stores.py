@@ -97,7 +97,7 @@ def test_the_schedule_decides_whether_a_read_lands_between_two_pages() -> None:
     # The reader hands its read() to the store's loop; whether it runs between two pages of
     # the relist (each request yields to the loop, as over aiohttp) is the schedule's choice.
     steps = [ReadConcurrently()]
-    torn = run_scenario(async_stores.torn_relist, steps, seed=0, schedule=(1,))
+    torn = run_scenario(async_stores.torn_relist, steps, seed=0, schedule=(3,))
     assert torn.recording.failure is None, torn.recording.failure
     assert [v.property for v in judge(torn.recording).violations] == ["snapshot-reads"]
     whole = run_scenario(async_stores.torn_relist, steps, seed=0, schedule=())

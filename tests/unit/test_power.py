@@ -22,6 +22,8 @@ from kubesim.scenario.steps import (
     ChangeServerVersion,
     ChurnPods,
     CompactHistory,
+    CreatePods,
+    DeletePods,
     DeleteWhileDisconnected,
     ExpireWatches,
     LastingErrors,
@@ -31,6 +33,7 @@ from kubesim.scenario.steps import (
     ReusePodIP,
     SilenceWatches,
     SlowConsumerBurst,
+    StallWatchCache,
     StopStore,
     UpdatePodStatus,
 )
@@ -69,8 +72,9 @@ def test_history_counts_duplicates_and_leaves_declared_history_alone() -> None:
 
 
 def test_a_structure_read_refreshes_is_compared_after_a_read_on_both_stores() -> None:
-    # The endpoints are computed in read(): a fresh store's would be empty until read.
-    steps = [ReadConcurrently(), DeleteWhileDisconnected(1), ChurnPods(1)]
+    # The endpoints are computed in read(): the long-running store's are as of its last read,
+    # a fresh store's empty until one; both are read before they are compared.
+    steps = [StallWatchCache(), DeletePods(1), CreatePods(1)]
     assert _broken(_run("models.shared_informer_mutation:deep_copy", steps)) == {}
 
 
@@ -85,13 +89,18 @@ def test_a_cleanup_never_run_for_a_delete_discovered_on_relist_is_missed() -> No
 
 # -- snapshot reads ------------------------------------------------------------------------------
 def test_snapshot_reads_judge_each_namespace_at_its_own_resource_version() -> None:
-    steps = [ReadConcurrently(), PatchLabels(count=6, value="v3"), ExpireWatches(with_error=True)]
-    assert _broken(_run("models.ns_reflectors:swaps_namespace_on_relist", steps)) == {}
+    # Each namespace's reflector is at its own resourceVersion (the tail rounds rewrite every
+    # pod): a read of both is one state per namespace, never one state of all pods.
+    spec = "models.ns_reflectors:swaps_namespace_on_relist"
+    result = _run(spec, [ReadConcurrently()], schedule=[0, 2])
+    assert _broken(result) == {}
+    assert len(result.recording.scopes) == 2
+    assert len(result.recording.snapshot_reads) >= 6
 
 
 def test_a_filtered_read_is_judged_as_a_part_of_a_state() -> None:
     # The read serves only running pods with an IP: a terminated pod leaves it, by design.
-    steps = [ReadConcurrently(), UpdatePodStatus(0), ChurnPods(1)]
+    steps = [ReadConcurrently(), UpdatePodStatus(0), CreatePods(1), CreatePods(1)]
     result = _run("tests.unit.property_stores:running_only", steps)
     assert result.recording.partial_reads is not None
     assert "lacked team-0/web-000" in result.recording.partial_reads
@@ -125,7 +134,10 @@ def test_an_outage_is_retried_with_backoff_or_reported() -> None:
     found = _broken(_run("models.retry_storm:retry_immediately", outage))
     assert list(found) == ["progress"]
     assert _broken(_run("models.retry_storm:backoff_with_retry_after", outage)) == {}
-    # A fixed one-second retry is not a hot loop: the reflector of property_stores backs off.
+    # A retry every tenth of a second waits, so it is no hot loop, but it is no backoff.
+    fast = _broken(_run("tests.unit.property_stores:fast_retry", outage))
+    assert list(fast) == ["progress"]
+    assert "requests refused in a 120 s outage" in fast["progress"]
     assert _broken(_run("tests.unit.property_stores:reflector", outage)) == {}
 
 

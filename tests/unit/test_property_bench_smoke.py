@@ -45,11 +45,13 @@ def test_property_bench_quick_run_exits_0_and_prints_every_table(tmp_path: Path)
     results = json.loads(output.read_text(encoding="utf-8"))
     assert {"campaign", "breakdown", "oracles", "first_failure"} <= set(results), list(results)
     # Every campaign row ran its examples, and the correct store passed them.
-    assert [(r["pods"], r["memory"]) for r in results["campaign"]["rows"]] == [
-        (6, True),
-        (6, False),
-        (1000, True),
-        (1000, False),
+    # 6 pods: the default, the memory walk off, the history oracle off; 1,000 pods: the first two.
+    assert [(r["pods"], r["memory"], r["history"]) for r in results["campaign"]["rows"]] == [
+        (6, True, True),
+        (6, False, True),
+        (6, True, False),
+        (1000, True, True),
+        (1000, False, True),
     ]
     assert all(r["examples"] > 0 for r in results["campaign"]["rows"])
     # Every oracle was timed on at least one of the stores.
@@ -59,7 +61,7 @@ def test_property_bench_quick_run_exits_0_and_prints_every_table(tmp_path: Path)
         for name, times in store["oracle_cpu_seconds"].items()
         if times
     }
-    assert {"failure", "bounded", "converge", "snapshot-reads", "clean-stop"} <= timed, timed
+    assert {"failure", "bounded", "converge", "snapshot-reads", "clean-stop", "history"} <= timed
     # The quick corpus: kubesim finds each model's expected property, and its replay matches.
     first = results["first_failure"]
     assert set(first) == {"kubearmor", "bookmark_crash"}, list(first)

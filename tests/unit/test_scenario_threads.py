@@ -36,11 +36,12 @@ def test_readers_overlap_the_next_step_and_their_reads_are_judged() -> None:
     assert violated(result) == {}
     reads = result.recording.reads
     # A reader reads once per step from the step after its own on (a scraper), through the
-    # quiesce and tail rounds: reader-1 from round 2, reader-2 from round 4.
+    # quiesce and tail rounds: reader-1 from round 2, reader-2 from round 4. Its twin reads
+    # whenever the store lists: at the forced relist of the quiesce round (round 6).
     first = {}
     for read in reads:
         first.setdefault(read.reader, read.round)
-    assert first == {"reader-1": 2, "reader-2": 4}
+    assert first == {"reader-1": 2, "reader-2": 4, "reader-1-relist": 6, "reader-2-relist": 6}
     rounds = len(result.recording.rounds)
     assert sum(read.reader == "reader-1" for read in reads) == rounds - 2
     assert len(result.recording.snapshot_reads) == len(reads)
