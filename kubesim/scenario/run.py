@@ -10,9 +10,10 @@ same recording and the same trace hash.
 Every scenario ends the same way, so that the oracles can judge it:
 
 1. **quiesce**: the last step's faults last :data:`FAULTS_LINGER` more seconds, then are
-   cleared (a stalled watch cache resumes, pending injected errors are dropped), watches expire
-   and history is compacted past the store's resourceVersion, so the store must re-sync (a
-   reflector relists after its 410; a raw watcher gets a synthetic ADDED per object);
+   cleared (a stalled watch cache resumes, pending injected errors are dropped), watches expire,
+   every pod is rewritten while the store is away (the last in key order first) and history is
+   compacted past the store's resourceVersion, so the store must re-sync (a reflector relists
+   after its 410; a raw watcher gets a synthetic ADDED per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
    history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
    structures and retained bytes stay flat across them; a leaking one grows every round.
@@ -839,6 +840,16 @@ class ScenarioRun:
         server = self.server
         if not with_error:
             server.expire_watches()
+            # While the store is away, its pods change, the last in key order first: a relist
+            # that applies the list one object at a time in place shows a reader states that
+            # never existed (the order of a list is not the order of the changes).
+            for namespace, name in reversed(self.live_pods()):
+                server.patch(
+                    "pods",
+                    name,
+                    {"metadata": {"annotations": {"kubesim/relist": f"round-{self._round}"}}},
+                    namespace=namespace,
+                )
         server.create(
             "configmaps",
             {

@@ -119,7 +119,7 @@ def test_a_relist_that_wipes_another_namespace_is_found_though_the_tail_rewrites
     [violation] = verdict.violations
     assert violation.property == "converge"
     text = str(violation)
-    assert "at round 1: quiesce" in text
+    assert "at round 2: quiesce" in text
     assert "3 object(s) the view lacks: team-0/web-000, team-0/web-002, team-0/web-004" in text
 
 

@@ -294,3 +294,46 @@ def test_a_leak_the_store_does_not_report_is_found_in_its_retained_bytes_and_nam
     assert "grows: store.endpoints (list): 30 -> 48 items" in found["bounded"]
     rounds = [r for r in result.recording.rounds if r.phase == "tail"]
     assert all(r.retained_bytes is not None for r in rounds)
+
+
+def test_every_kind_is_drawn_within_the_first_examples_whatever_the_seed() -> None:
+    # The campaign's draw, as check_store makes it (the schedule, then the scenario, whose
+    # swarm comes last): within 40 examples every step kind appears, readers, crash and
+    # restart, stop and each fault included, for each of 20 seeds.
+    latest = 0
+    for seed in range(20):
+        first = _first_draws(seed, examples=40)
+        missing = [kind for kind in ALL_KINDS if kind not in first]
+        assert not missing, f"seed {seed}: never drawn in 40 examples: {missing}"
+        latest = max(latest, *first.values())
+    assert latest <= 40
+
+
+def _first_draws(seed: int, *, examples: int) -> dict[str, int]:
+    """The example at which each step kind is first drawn, in a campaign of ``seed``."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import strategies as st
+
+    from kubesim.testing.check import MAX_PREEMPTION_POINT_TRACED, _schedule
+
+    first: dict[str, int] = {}
+    drawn = [0]
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def campaign(data: st.DataObject) -> None:
+        data.draw(_schedule(MAX_PREEMPTION_POINT_TRACED))
+        drawn[0] += 1
+        for step in data.draw(scenarios()):
+            first.setdefault(step.kind, drawn[0])
+
+    campaign()
+    return first
