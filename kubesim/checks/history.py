@@ -157,8 +157,8 @@ def _count(value: int | None) -> str:
 
 def check_history(recording: Recording) -> Violation | None:
     comparison = recording.fresh
-    if comparison is None:
-        return None
+    if comparison is None or comparison.note:
+        return None  # nothing to compare with (a fresh store that never synced is no baseline)
     lines = differences(comparison)
     if not lines:
         return None
