@@ -42,14 +42,20 @@ class Expected:
 
 
 def check_effects_once(recording: Recording) -> Violation | None:
+    """Each key once per store instance: a store started again after a crash or a stop is a
+    new process, whose in-memory record of what it did is gone (kopf runs resume handlers
+    again in a new process by design); once per process is what a store can promise."""
+    instances = recording.effect_instances
+    if len(instances) != len(recording.effects):
+        instances = [0] * len(recording.effects)
     try:
-        counts = Counter(recording.effects)
+        counts = Counter(zip(instances, recording.effects, strict=True))
     except TypeError as exc:
         return Violation(
             "effects-once",
             f"effects() must return hashable keys, e.g. (uid, resourceVersion): {exc}",
         )
-    repeated = [(key, n) for key, n in counts.items() if n > 1]
+    repeated = [(key, n) for (_, key), n in counts.items() if n > 1]
     if not repeated:
         return None
     repeated.sort(key=lambda item: (-item[1], repr(item[0])))
@@ -67,8 +73,12 @@ def _cause(recording: Recording, key: Any) -> str:
     rounds = recording.effect_rounds
     if len(rounds) != len(recording.effects):
         return ""
-    at = [rounds[i] for i, performed in enumerate(recording.effects) if performed == key]
-    first, again = at[0], at[1]
+    instances = recording.effect_instances or [0] * len(rounds)
+    at: dict[int, list[int]] = {}
+    for i, performed in enumerate(recording.effects):
+        if performed == key:
+            at.setdefault(instances[i], []).append(rounds[i])
+    first, again = next(runs for runs in at.values() if len(runs) > 1)[:2]
     by_index = {r.index: r for r in recording.rounds}
     now, before = by_index.get(again), by_index.get(again - 1)
     if now is None or before is None:
@@ -76,8 +86,6 @@ def _cause(recording: Recording, key: Any) -> str:
     step = f"round {again}: {now.step}"
     if first == again:
         return f" (twice in one round, {step})"
-    if "crash and restart" in now.step:
-        return f" (again after the store restarted, {step})"
     if now.lists > before.lists:
         return (
             f" (again with a relist, {step}: a relist delivers every object again, as "

@@ -8,7 +8,11 @@ structures path by path (:mod:`kubesim.checks.structure`), what ``read()`` hands
 only the end holds. Whatever the long-running store holds beyond that is state that depends on
 history: a leak, a delete a derived table missed, an index entry for a value no object has, an
 IP index answering with a pod that is gone. Acto's differential oracle (SOSP'23) judges operators
-the same way; it needs no knowledge of what the structures mean.
+the same way; it needs no knowledge of what the structures mean. The same comparison is made
+once more after the scenario's steps, before the forced relist that ends every run, when no
+fault is on and the store's view holds what the server has: a store that rebuilds its derived
+state at every relist but lets it pile up between relists (which on a cluster can be days) is
+caught there, and reported ``before the final relist:``.
 
 Not every difference is a defect: counters, timestamps and resourceVersion strings differ by
 nature, so numbers are never compared. An entry counts only when the server's history explains
@@ -156,10 +160,14 @@ def _count(value: int | None) -> str:
 
 
 def check_history(recording: Recording) -> Violation | None:
-    comparison = recording.fresh
-    if comparison is None or comparison.note:
-        return None  # nothing to compare with (a fresh store that never synced is no baseline)
-    lines = differences(comparison)
+    lines: list[str] = []
+    for comparison, when in (
+        (recording.fresh_before, "before the final relist: "),
+        (recording.fresh, ""),
+    ):
+        if comparison is None or comparison.note:
+            continue  # nothing to compare with (a fresh store that never synced is no baseline)
+        lines.extend(when + line for line in differences(comparison) if when + line not in lines)
     if not lines:
         return None
     shown = lines[:MAX_LINES]

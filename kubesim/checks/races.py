@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesim.checks._objects import (
+    ABSENT,
     Path,
     chain,
     decode,
@@ -449,7 +450,11 @@ def check_reads_match_server(
             if fingerprint(content) == expected:
                 continue
             wire = to_wire(content)
-        changes = diff(versions.content(uid, rv), wire.value, declared=wire.declared)
+        changes = [
+            change
+            for change in diff(versions.content(uid, rv), wire.value, declared=wire.declared)
+            if not _projected(change)
+        ]
         if changes:
             violations.append(
                 RaceViolation(
@@ -462,6 +467,17 @@ def check_reads_match_server(
     return violations
 
 
+def _projected(change: tuple[Path, Any, Any]) -> bool:
+    """A field the read lacks: a store's own projection may leave out what it does not keep
+    (the spec, the status, whole maps). A key missing from a label or annotation map the read
+    does carry is no projection: a consumer deleted it (OpenCost's label whitelist)."""
+    path, _, new = change
+    if new is not ABSENT:
+        return False
+    in_a_map = len(path) >= 3 and path[0] == "metadata" and path[1] in ("labels", "annotations")
+    return not in_a_map
+
+
 # -- whole-cache reads -------------------------------------------------------------------
 
 
@@ -471,9 +487,10 @@ class SnapshotRead:
     before the read began (``not_before``) and after it ended (``not_after``): the read must
     equal the server's state at one RV, inside those bounds when given.
 
-    ``listed`` is False when the store had not yet listed in full since it (re)started (a
-    restart whose first list failed): an empty read is then a cache not synced yet, as an
-    informer's lister is empty before ``HasSynced``, not a torn read, and passes."""
+    ``listed`` is False when the store had handed out nothing yet since it (re)started (no read,
+    no view at a quiescent point held an object: a restart whose first list failed, or whose
+    list is not applied yet): an empty read is then a cache not synced yet, as an informer's
+    lister is empty before ``HasSynced``, not a torn read, and passes."""
 
     reader: str
     objects: Sequence[Any]
@@ -481,6 +498,9 @@ class SnapshotRead:
     not_before: int | None = None
     not_after: int | None = None
     listed: bool = True
+    # The namespaces the store had listed in full since it (re)started (None: all of them), for
+    # reads judged per namespace: a namespace not listed yet is not synced, not torn.
+    listed_namespaces: frozenset[str | None] | None = None
 
 
 def check_snapshot_reads(

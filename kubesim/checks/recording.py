@@ -80,8 +80,8 @@ class Recording:
     # label and field selectors), or None for every pod: reads are judged against that part
     # of the server's state.
     scope: Any = None
-    # The scopes of the store's watches on that resource, one predicate each, when it has
-    # several (a reflector per namespace): reads are judged scope by scope.
+    # The scopes of the store's watches on that resource, (namespace, predicate) each, when it
+    # has several (a reflector per namespace): reads are judged scope by scope.
     scopes: list[Any] = field(default_factory=list)
     # Set (to what showed it) when read() at a quiescent point lacked objects the server has in
     # the store's scope: the store's reads are filtered by design (an index serving pods with
@@ -100,13 +100,18 @@ class Recording:
     # The history oracle's capture: the long-running store and a fresh one, side by side at
     # the end of the run (kubesim.checks.history.FreshComparison), or None when not taken.
     fresh: Any = None
+    # The same, taken after the steps and before the quiesce round's forced relist, when no
+    # fault was on and the store's view held the server's state (None otherwise).
+    fresh_before: Any = None
     # With an expects() hook: the effects the store had to perform (kubesim.checks.effects.
     # Expected), asked of the store at the end of the run; None without the hook.
     expected: list[Any] | None = None
     # Rounds whose step was a lasting outage (the progress oracle holds them to a backoff).
     outage_rounds: list[int] = field(default_factory=list)
-    # The round each entry of ``effects`` was reported at (its quiescent point).
+    # The round each entry of ``effects`` was reported at (its quiescent point), and which
+    # store instance performed it (1 for the first, one more after each crash or stop).
     effect_rounds: list[int] = field(default_factory=list)
+    effect_instances: list[int] = field(default_factory=list)
     step_starts: list[tuple[int, str, int, float]] = field(default_factory=list)
 
 

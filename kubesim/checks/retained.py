@@ -15,9 +15,9 @@ The walk *stops* (does not count, does not enter) at:
   records, which an adopted thread's ``run`` refers to). ``kubesim.sched`` primitives are
   walked: a store uses them in place of its own locks and queues, so what it puts in them is
   its own.
-- an asyncio event loop and its scheduled callbacks (``Handle``, ``TimerHandle``): the
-  machinery an async store runs on, as a thread's stack is for a threaded store (frames are
-  not entered either). What the store's tasks and futures hold is walked.
+- an asyncio event loop and its scheduled callbacks (``Handle``, ``TimerHandle``), and tasks
+  and coroutines: the machinery an async store runs on, as a thread's stack is for a
+  threaded store (frames are not entered either). What the store's futures hold is walked.
 - modules, classes, code objects and other modules' globals (a function's closure and
   defaults are walked, its ``__globals__`` is not), and the process-wide ``logging``
   configuration that every client library points at.
@@ -59,6 +59,10 @@ _STOP_TYPES: tuple[type, ...] = (
     type,
     asyncio.AbstractEventLoop,
     asyncio.Handle,
+    # A task (and a coroutine) is to an async store what a thread is to a threaded one: what
+    # its stack awaits right now (a stream's buffer, a timer) is not what the store keeps.
+    asyncio.Task,
+    types.CoroutineType,
     types.ModuleType,
     types.CodeType,
     types.FrameType,

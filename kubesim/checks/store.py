@@ -71,7 +71,7 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
     else:
         # One watch per scope (a reflector per namespace): each scope is consistent at its
         # own resourceVersion, and no multi-namespace cache promises more than that.
-        for scope in scopes:
+        for namespace, scope in scopes:
             parts = [
                 SnapshotRead(
                     read.reader,
@@ -79,7 +79,7 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
                     read.step,
                     read.not_before,
                     read.not_after,
-                    read.listed,
+                    _listed(read, namespace),
                 )
                 for read in recording.snapshot_reads
             ]
@@ -104,6 +104,15 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
         f"at one resourceVersion (torn across a change or a relist){partial}",
         tuple(str(v) for v in found[:5]),
     )
+
+
+def _listed(read: Any, namespace: str | None) -> bool:
+    """Whether the store had listed this scope's namespace when it read (an empty part of a
+    read before then is a reflector not synced yet, not a torn read)."""
+    listed = read.listed_namespaces
+    if listed is None:
+        return bool(read.listed)
+    return None in listed or namespace in listed
 
 
 class _Version:
@@ -183,6 +192,8 @@ def _stopped(recording: Recording) -> str | None:
 
 
 def _compared(recording: Recording) -> str | None:
+    if recording.fresh_before is not None and not recording.fresh_before.note:
+        return None
     fresh = recording.fresh
     if fresh is None:
         return "no fresh store was compared (the run ended early)"

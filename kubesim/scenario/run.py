@@ -118,6 +118,8 @@ class ScenarioRun:
         self.sim = simulation
         self.server: APIServer = simulation.server
         self._names = itertools.count()
+        self._instances = 0  # stores started so far (the first, then one per crash or stop)
+        self._handed_out = False
         self._values = itertools.count(1)
         self._readers = itertools.count(1)
         self.lines: list[str] = []
@@ -141,6 +143,7 @@ class ScenarioRun:
         self._step_readers: set[str] = set()  # the readers that read at each step's start
         self._store_started_rv = 0
         self._lists_at_start = 0
+        self._lists_by_namespace_at_start: dict[str | None, int] = {}
         self._watches_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
@@ -265,11 +268,14 @@ class ScenarioRun:
         return store_main
 
     def _start_store(self) -> None:
+        self._instances += 1  # a new process: its effects are its own (effects-once)
+        self._handed_out = False  # nothing handed out yet by this instance
         instance = _Instance()
         self.store = None
         self._async = None
         self._store_started_rv = self.server.resource_version
         self._lists_at_start = self.server.lists_completed
+        self._lists_by_namespace_at_start = dict(self.server.lists_by_namespace)
         self._watches_at_start = self.server.watches_opened
         self.sim.start(self._launch(instance, self._loop_order), name="store")
         self.store, self._async = instance.store, instance.host
@@ -309,6 +315,8 @@ class ScenarioRun:
             objects = list(result.values()) if isinstance(result, Mapping) else list(result)
             recording = self.recording
             recording.reads.append(Read(reader, round_, _entries(result), before, after))
+            if objects:
+                self._handed_out = True
             if self._monitor is not None:
                 self._monitor.handed_out(objects, reader=reader, step=round_)
             if recording.versions is not None and all(_has_identity(o) for o in objects):
@@ -321,7 +329,14 @@ class ScenarioRun:
                         round_,
                         self._store_started_rv,
                         after,
-                        listed=self.server.lists_completed > self._lists_at_start,
+                        # Synced: it has handed out (or its view held) objects since it
+                        # started; an empty read before then is a cache not synced yet.
+                        listed=self._handed_out or bool(objects),
+                        listed_namespaces=frozenset(
+                            namespace
+                            for namespace, count in self.server.lists_by_namespace.items()
+                            if count > self._lists_by_namespace_at_start.get(namespace, 0)
+                        ),
                     )
                 )
                 # Content is compared only for objects the store still holds: a private copy is
@@ -389,7 +404,10 @@ class ScenarioRun:
             performed = list(self._call("effects"))
             self.recording.effects.extend(performed)
             self.recording.effect_rounds.extend([self._round] * len(performed))
+            self.recording.effect_instances.extend([self._instances] * len(performed))
         view = normalise_view(self._call("view")) if "view" in hooks else None
+        if view:
+            self._handed_out = True
         sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
         server = self.watched_objects()
         if "read" in hooks and store is not None and self.recording.partial_reads is None:
@@ -469,13 +487,15 @@ class ScenarioRun:
                         out[object_key(key)] = observe(stored.obj)
         return out
 
-    def pod_scopes(self) -> list[Callable[[Any], bool]]:
-        """One predicate per distinct scope of the store's pod watches (namespace, selectors)."""
+    def pod_scopes(self) -> list[tuple[str | None, Callable[[Any], bool]]]:
+        """One (namespace, predicate) per distinct scope of the store's pod watches."""
 
         def scope(watcher: Any) -> Callable[[Any], bool]:
             return lambda stored: bool(watcher.matches(_stored_key(stored), stored))
 
-        return [scope(w) for (plural, *_), w in self._scopes.items() if plural == "pods"]
+        return [
+            (w.namespace, scope(w)) for (plural, *_), w in self._scopes.items() if plural == "pods"
+        ]
 
     def pod_scope(self) -> Callable[[Any], bool] | None:
         """What the store watched of pods (see :attr:`Recording.scope`); None for all pods."""
@@ -579,14 +599,37 @@ class ScenarioRun:
             "connection) and the store must watch again (relisting on a 410)"
         )
 
-    def compare_with_fresh(self) -> None:
+    def compare_before_the_relist(self) -> None:
+        """The history oracle's first capture, after the steps and before the forced relist of
+        the quiesce round: state a store rebuilds at every relist but lets pile up in between
+        (an index rebuilt by ``Replace``, kept by the handlers) shows only here. Taken only
+        when nothing excuses a difference: no fault is on, and the store's view holds what the
+        server has (a store without ``view()`` is compared at the end only)."""
+        server = self.server
+        if (
+            not self.setup.fresh
+            or self.store is None
+            or "view" not in self.recording.hooks
+            or server.watch_cache_stalled
+            or server.request_failures.active
+            or server.silent_watches
+        ):
+            return
+        from kubesim.checks.state import compare
+
+        if compare(normalise_view(self._call("view")), self.watched_objects()):
+            return
+        self.compare_with_fresh(before_relist=True)
+
+    def compare_with_fresh(self, *, before_relist: bool = False) -> None:
         """The history oracle's capture: start a fresh store from the factory against the same
         server, let it sync, and snapshot both stores (:mod:`kubesim.checks.history`).
 
         Runs at the end, after the tail rounds: the long-running store has settled on the
-        server's final state. The fresh store runs beside it in the same simulation (its effects
-        are not collected: a fresh store doing its first sync's work is not a duplicate), and is
-        ended, as a crash ends a store, once both are captured.
+        server's final state (and, ``before_relist``, once before the quiesce round too: see
+        :meth:`compare_before_the_relist`). The fresh store runs beside it in the same
+        simulation (its effects are not collected: a fresh store doing its first sync's work is
+        not a duplicate), and is ended, as a crash ends a store, once both are captured.
         """
         if not self.setup.fresh or self.store is None:
             return
@@ -620,6 +663,7 @@ class ScenarioRun:
             performed = list(self._call("effects"))
             self.recording.effects.extend(performed)
             self.recording.effect_rounds.extend([self._round] * len(performed))
+            self.recording.effect_instances.extend([self._instances] * len(performed))
             self._hook(fresh, "effects")
         old_sizes = dict(self._call("sizes")) if "sizes" in self.recording.hooks else {}
         fresh_sizes = dict(self._hook(fresh, "sizes")) if "sizes" in self.recording.hooks else {}
@@ -640,9 +684,13 @@ class ScenarioRun:
             versions.base_objects(plurals) if versions is not None else (),
             resources=plurals,
         )
-        self.recording.fresh = FreshComparison(
+        comparison = FreshComparison(
             old, new, provenance, old_sizes, fresh_sizes, round=self._round, note=note
         )
+        if before_relist:
+            self.recording.fresh_before = comparison
+        else:
+            self.recording.fresh = comparison
         ended = [t for t in scheduler.threads if id(t) not in known]
         scheduler.abort_threads(ended)
         if scheduler.failure is not None:
@@ -1086,6 +1134,7 @@ def run_scenario(
         run._watch_reads()
         run.observe("setup", "setup")
         run.apply(steps)
+        run.compare_before_the_relist()
         run.quiesce()
         # The timeline ends with the scenario: the fresh store is the oracle's, not the run's.
         sim.scheduler.observer = None

@@ -296,7 +296,8 @@ class ReusePodIP(Step):
     Succeeded, podIP cleared in the same update) and a new pod gets its IP. ``racing``: the new
     pod is reported first, before the old one's status catches up (the kubelet's status update
     is late; for a moment two pods claim the IP). ``delete_old``: the terminated pod is then
-    deleted (garbage-collected after the new one started)."""
+    deleted (garbage-collected after the new one started); racing, it is deleted before its
+    termination was ever reported (force-deleted, evicted), still showing the IP."""
 
     index: int
     delete_old: bool = False
@@ -323,13 +324,17 @@ class ReusePodIP(Step):
         if not self.racing:
             terminate()
         world.server.create("pods", _pod(new, ip=ip or "10.9.9.9"), namespace=new[0])
-        if self.racing:
+        if self.racing and not self.delete_old:
             terminate()
         first = "reported after" if self.racing else "terminates"
         line = f"{namespace}/{name} {first}; {new[0]}/{new[1]} gets its podIP ({ip})"
         if self.racing:
             line = f"{new[0]}/{new[1]} gets the podIP of {namespace}/{name} ({ip}), whose "
-            line += "termination is reported after"
+            line += (
+                "termination is never reported"
+                if self.delete_old
+                else ("termination is reported after")
+            )
         if self.delete_old:
             world.server.delete("pods", name, namespace=namespace)
             line += f"; {namespace}/{name} deleted"

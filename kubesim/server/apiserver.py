@@ -16,6 +16,7 @@ Determinism: uids, generated names and default watch timeouts are drawn from the
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 import zlib
@@ -274,6 +275,8 @@ class APIServer:
         # Lists answered in full (their last page): a harness tells from it whether a store it
         # restarted has listed since (kubesim.scenario.run).
         self.lists_completed = 0
+        # The same, by the namespace listed (None for a list across all namespaces).
+        self.lists_by_namespace: collections.Counter[str | None] = collections.Counter()
         # Watches opened (refused ones included): with lists_completed, how a harness tells a
         # store that listed once from one that watched and stopped.
         self.watches_opened = 0
@@ -1273,6 +1276,7 @@ class APIServer:
                     remaining_count = remaining
             else:
                 self.lists_completed += 1
+                self.lists_by_namespace[namespace] += 1
             if self.delivery_listeners:
                 for stored in items:
                     self._deliver(stored)
@@ -1492,6 +1496,12 @@ class APIServer:
 
             self.clock.call_at(self.clock.now() + seconds, cut)
             return len(watchers)
+
+    @property
+    def silent_watches(self) -> int:
+        """How many watches are silent now (silence_watches), their connections not yet cut."""
+        with self.lock:
+            return sum(1 for w in self._silenced if w.silent)
 
     def end_silences(self) -> int:
         """Cut every silent watch's connection now. Returns how many."""

@@ -75,6 +75,11 @@ class RequestFailures:
         self._rules.append(_Rule(count, code, verb_set, resource, retry_after, until))
 
     @property
+    def active(self) -> bool:
+        """Whether any failure is still to come (counted or lasting)."""
+        return bool(self._rules)
+
+    @property
     def pending(self) -> int:
         """Failures counted out still to come (an outage's are not counted: they last)."""
         return sum(rule.remaining or 0 for rule in self._rules)
