@@ -269,11 +269,22 @@ def snapshot(
             return
         if isinstance(value, list | tuple | set | frozenset | deque):
             node = out[path] = Node("collection")
+            places: Counter[str] = Counter()
             for position, element in enumerate(list(value)):
                 if isinstance(value, list | tuple) and _is_structure(element):
-                    # A component of the store (a listener, a per-namespace reflector), not a
-                    # record: its own containers are compared, at its position.
-                    walk(element, f"{path}[{position}]", depth + 1)
+                    # A component of the store (a listener, a per-namespace reflector) or a
+                    # record with maps of its own: its containers are compared, under its
+                    # name when it has one (a list's order is history: the order events came
+                    # in, not the order a fresh list returns), else at its position.
+                    place = _record_name(element)
+                    if place is None:
+                        place = str(position)
+                    else:
+                        places[place] += 1
+                        if places[place] > 1:
+                            place = f"{place}#{places[place]}"
+                        place = repr(place)
+                    walk(element, f"{path}[{place}]", depth + 1)
                     continue
                 element_tokens = tokens(element)
                 if not element_tokens:
@@ -292,6 +303,17 @@ def snapshot(
 
     walk(root, name, 0)
     return out
+
+
+def _record_name(value: Any) -> str | None:
+    """``namespace/name`` (or the uid) of a record that names an object by attributes of its
+    own (``PodInfo(uid=..., namespace=..., name=...)``), else None."""
+    fields = {name: item for name, item in _attributes(value) if isinstance(item, str)}
+    name = fields.get("name")
+    if name:
+        namespace = fields.get("namespace")
+        return f"{namespace}/{name}" if namespace else name
+    return fields.get("uid") or None
 
 
 def _is_structure(value: Any) -> bool:

@@ -619,7 +619,33 @@ class ScenarioRun:
 
         if compare(normalise_view(self._call("view")), self.watched_objects()):
             return
+        if not self._shown_the_last_versions():
+            # A view without resourceVersions (records of its own) can hide a store that is
+            # still catching up after a cut: a lag, not history.
+            return
         self.compare_with_fresh(before_relist=True)
+
+    def _last_events(self) -> dict[str, Any]:
+        """The last event of every object the store watches, by uid (oldest first)."""
+        versions = self.recording.versions
+        if versions is None:
+            return {}
+        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
+        last: dict[str, Any] = {}
+        for event in versions.events:
+            if event.resource.plural in plurals:
+                last[event.new.obj["metadata"]["uid"]] = event
+        return last
+
+    def _shown_the_last_versions(self) -> bool:
+        """Whether a list or a watch showed the store the current version of every live
+        object in its scope."""
+        live = [e for e in self._last_events().values() if e.type != "DELETED"]
+        return all(
+            event.new.rv in self._shown
+            for event in live
+            if self._in_scope(event.resource.plural, event.key, event.new)
+        )
 
     def compare_with_fresh(self, *, before_relist: bool = False) -> None:
         """The history oracle's capture: start a fresh store from the factory against the same
@@ -633,13 +659,25 @@ class ScenarioRun:
         """
         if not self.setup.fresh or self.store is None:
             return
+        scheduler = self.sim.scheduler
+        known = {id(t) for t in scheduler.threads}
+        # The timeline is the scenario's: the fresh store is the oracle's instrument.
+        observer, scheduler.observer = scheduler.observer, None
+        try:
+            self._compare_with_fresh(before_relist=before_relist)
+        finally:
+            ended = [t for t in scheduler.threads if id(t) not in known]
+            scheduler.abort_threads(ended)
+            scheduler.observer = observer
+        if scheduler.failure is not None:
+            self.sim._end_with_failure()
+
+    def _compare_with_fresh(self, *, before_relist: bool) -> None:
         from kubesim.checks.history import FreshComparison
         from kubesim.checks.provenance import Provenance
         from kubesim.checks.structure import snapshot
         from kubesim.sched.aio_thread import LoopOrder
 
-        scheduler = self.sim.scheduler
-        known = {id(t) for t in scheduler.threads}
         fresh = _Instance()
         self.sim.spawn(self._launch(fresh, LoopOrder()), name="fresh-store")
         self.sim.settle()
@@ -691,10 +729,6 @@ class ScenarioRun:
             self.recording.fresh_before = comparison
         else:
             self.recording.fresh = comparison
-        ended = [t for t in scheduler.threads if id(t) not in known]
-        scheduler.abort_threads(ended)
-        if scheduler.failure is not None:
-            self.sim._end_with_failure()
 
     def _synced(self, instance: _Instance) -> bool:
         """A fresh store holds what the server has, as far as its view tells (no view: yes)."""
@@ -735,17 +769,14 @@ class ScenarioRun:
         if versions is None:
             return
         plurals = {plural for plural, *_ in self._scopes} or {"pods"}
-        last: dict[str, Any] = {}
+        last = self._last_events()
         shown: set[str] = set()
         for event in versions.events:
-            if event.resource.plural not in plurals:
-                continue
-            uid = event.new.obj["metadata"]["uid"]
-            last[uid] = event
-            if event.new.rv in self._shown or (
-                event.old is not None and event.old.rv in self._shown
+            if event.resource.plural in plurals and (
+                event.new.rv in self._shown
+                or (event.old is not None and event.old.rv in self._shown)
             ):
-                shown.add(uid)
+                shown.add(event.new.obj["metadata"]["uid"])
         expected: list[Any] = []
         for uid, event in last.items():
             if event.type == "DELETED":
@@ -1136,8 +1167,6 @@ def run_scenario(
         run.apply(steps)
         run.compare_before_the_relist()
         run.quiesce()
-        # The timeline ends with the scenario: the fresh store is the oracle's, not the run's.
-        sim.scheduler.observer = None
         run.compare_with_fresh()
         run.collect_expectations()
         run.stop_store()

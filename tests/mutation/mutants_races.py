@@ -55,7 +55,10 @@ MUTANTS = [
         path="kubesim/checks/_objects.py",
         old="                continue  # a field this client's model drops\n",
         new="                pass\n",
-        tests=[T + "test_fields_a_model_does_not_know_are_not_torn"],
+        tests=[
+            T + "test_fields_a_model_does_not_know_are_not_torn",
+            T + "test_the_diff_of_a_model_drops_the_fields_its_class_does_not_declare",
+        ],
         why="a field the client's model drops is reported as a torn read",
     ),
     dict(

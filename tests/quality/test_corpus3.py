@@ -41,6 +41,7 @@ FAMILIES = {
         "keys_tombstones",
         ("history", "effects-expected", "converge"),
     ),
+    "ip_reuse": Family("ip_reuse", "one_owner_per_ip", "owner_set_per_ip", ("converge", "history")),
     "label_intern": Family(
         "label_intern", "interns_forever", "releases_unused_strings", ("history", "bounded")
     ),

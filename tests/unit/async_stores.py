@@ -181,8 +181,10 @@ class ShieldedCleanup(Reflector):
     the cleanup is a task of its own, started while the loop is being unwound."""
 
     closed: list[str] = []  # noqa: RUF012 (shared on purpose: the test reads it after the run)
+    started: list[str] = []  # noqa: RUF012
 
     async def run(self) -> None:
+        ShieldedCleanup.started.append("started")
         try:
             await super().run()
         finally:
