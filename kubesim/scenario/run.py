@@ -71,6 +71,9 @@ HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "hist
 FAULTS_LINGER = 10.0
 # Virtual seconds a fresh store (the history oracle's) may take to sync with the server.
 FRESH_SYNC = 60.0
+# Virtual seconds a store shown every change gets to apply them before the history oracle's
+# comparison before the final relist.
+APPLY_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,9 @@ class ScenarioRun:
         # What the server hands the store (each object version's rv): the missed-effect oracle
         # expects a reaction only to the deletion of an object the store was shown.
         self._shown: set[int] = set()
+        # The server's resourceVersion when a store thread last asked for a list: a deletion
+        # before it is one that list told the store of.
+        self._listed_from = 0
         self.server.delivery_listeners.append(lambda stored: self._shown.add(stored.rv))
 
     def _count_request(self, method: str, path: str) -> None:
@@ -603,8 +609,12 @@ class ScenarioRun:
         """The history oracle's first capture, after the steps and before the forced relist of
         the quiesce round: state a store rebuilds at every relist but lets pile up in between
         (an index rebuilt by ``Replace``, kept by the handlers) shows only here. Taken only
-        when nothing excuses a difference: no fault is on, and the store's view holds what the
-        server has (a store without ``view()`` is compared at the end only)."""
+        when nothing excuses a difference: no fault is on, a list or a watch showed the store
+        every change it needs (the last version of every live object, and every deletion of
+        an object it was shown, or a list since), and its view then had :data:`APPLY_WAIT`
+        seconds to hold what the server has. A view that still differs is compared all the
+        same: the store knows all it needs and still holds something else (a store without
+        ``view()`` is compared at the end only)."""
         server = self.server
         if (
             not self.setup.fresh
@@ -617,12 +627,14 @@ class ScenarioRun:
             return
         from kubesim.checks.state import compare
 
-        if compare(normalise_view(self._call("view")), self.watched_objects()):
-            return
-        if not self._shown_the_last_versions():
-            # A view without resourceVersions (records of its own) can hide a store that is
-            # still catching up after a cut: a lag, not history.
-            return
+        if not self._shown_every_change():
+            return  # still catching up after a cut: a lag, not history
+        waited = 0.0
+        while waited < APPLY_WAIT and compare(
+            normalise_view(self._call("view")), self.watched_objects()
+        ):
+            self.sim.advance(1.0)
+            waited += 1.0
         self.compare_with_fresh(before_relist=True)
 
     def _last_events(self) -> dict[str, Any]:
@@ -637,15 +649,32 @@ class ScenarioRun:
                 last[event.new.obj["metadata"]["uid"]] = event
         return last
 
-    def _shown_the_last_versions(self) -> bool:
-        """Whether a list or a watch showed the store the current version of every live
-        object in its scope."""
-        live = [e for e in self._last_events().values() if e.type != "DELETED"]
-        return all(
-            event.new.rv in self._shown
-            for event in live
-            if self._in_scope(event.resource.plural, event.key, event.new)
-        )
+    def _shown_every_change(self) -> bool:
+        """Whether lists and watches showed the store the current version of every live
+        object in its scope, and the deletion of every object it was shown (or a list begun
+        after the deletion)."""
+        shown = self._shown_uids()
+        for uid, event in self._last_events().items():
+            if event.type == "DELETED":
+                if uid in shown and event.rv not in self._shown and event.rv > self._listed_from:
+                    return False
+            elif event.new.rv not in self._shown and self._in_scope(
+                event.resource.plural, event.key, event.new
+            ):
+                return False
+        return True
+
+    def _shown_uids(self) -> set[str]:
+        """The uids of the objects a list or a watch showed the store, in any version."""
+        versions = self.recording.versions
+        if versions is None:
+            return set()
+        shown = self._shown
+        return {
+            event.new.obj["metadata"]["uid"]
+            for event in versions.events
+            if event.new.rv in shown or (event.old is not None and event.old.rv in shown)
+        }
 
     def compare_with_fresh(self, *, before_relist: bool = False) -> None:
         """The history oracle's capture: start a fresh store from the factory against the same
@@ -768,15 +797,8 @@ class ScenarioRun:
         versions = self.recording.versions
         if versions is None:
             return
-        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
         last = self._last_events()
-        shown: set[str] = set()
-        for event in versions.events:
-            if event.resource.plural in plurals and (
-                event.new.rv in self._shown
-                or (event.old is not None and event.old.rv in self._shown)
-            ):
-                shown.add(event.new.obj["metadata"]["uid"])
+        shown = self._shown_uids()
         expected: list[Any] = []
         for uid, event in last.items():
             if event.type == "DELETED":
@@ -894,6 +916,8 @@ class ScenarioRun:
                 strategy.heat(current.id)
             else:
                 strategy.cool(current.id)
+        if listing:
+            self._listed_from = self.server.storage.rv
         if listing and self._readers_armed:
             self._release_deferred()
         if self._stop_armed and listing:

@@ -389,17 +389,36 @@ class DeleteWhileDisconnected(Step):
     410 and only a relist, which differs from what it holds, can tell it what went away and
     what changed. Changes made in an order other than the list's are what make a relist that
     applies the list one object at a time show readers states that never existed.
+
+    ``replaced``: each deleted pod is replaced by a new one that gets its podIP (a ReplicaSet
+    replaces it and the node's IPAM hands out the freed address): the store's next list holds
+    the new holder of an address it still files under the old one, which a relist that adds
+    what it lists before it removes what went away gets wrong.
     """
 
     count: int = 1
     index: int = 0
     compacted: bool = False
     changed: int = 0
+    replaced: bool = False
     kind: ClassVar[str] = "delete-in-gap"
 
     def apply(self, world: World) -> str:
         world.server.drop_watches()
+        live = world.live_pods()
+        chosen = [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
+        addresses = [
+            world.server.get("pods", name, namespace=namespace).get("status", {}).get("podIP")
+            for namespace, name in chosen
+        ]
         deleted = DeletePods(self.count, self.index).apply(world)
+        if self.replaced and chosen:
+            replacements = [world.new_pod_key() for _ in chosen]
+            for key, ip in zip(replacements, addresses, strict=True):
+                world.server.create("pods", _pod(key, ip=ip), namespace=key[0])
+            one = len(replacements) == 1
+            deleted += f"; {_names(replacements)} take{'s' if one else ''} over "
+            deleted += "its podIP" if one else "their podIPs"
         if self.changed:
             live = world.live_pods()[: self.changed]
             stamp = f"gap-{world.fresh_value()}"
@@ -419,7 +438,8 @@ class DeleteWhileDisconnected(Step):
     def __str__(self) -> str:
         gap = "while disconnected, history compacted" if self.compacted else "while disconnected"
         changed = f" (and rewrite {_count(self.changed, 'pod')})" if self.changed else ""
-        return f"delete {_count(self.count, 'pod')}{changed} {gap}"
+        replaced = ", new pods get their podIPs" if self.replaced else ""
+        return f"delete {_count(self.count, 'pod')}{changed}{replaced} {gap}"
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
         index=_INDEXES,
         compacted=st.booleans(),
         changed=st.integers(0, 4),
+        replaced=st.booleans(),
     ),
     "compact": st.just(CompactHistory()),
     "stall": st.just(StallWatchCache()),

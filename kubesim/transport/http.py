@@ -207,6 +207,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _serve
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other method (TRACE, PROPFIND, a made-up one) goes to the routes too, which answer
+        # a Status 405 MethodNotAllowed as kube-apiserver does, not http.server's HTML 501.
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True

@@ -115,11 +115,13 @@ class PodCache:
         with self._informer_lock:
             old, self.pods = self.pods, dict(fresh)
             self.resource_version = listed["metadata"]["resourceVersion"]
+        # DeltaFIFO.Replace's order: every listed object first, then a DeletedFinalStateUnknown
+        # for each known key the list no longer has.
+        for key, pod in fresh.items():
+            self.on_event(pod, "update" if key in old else "add")
         for key, last in old.items():
             if key not in fresh:
                 self.on_event(DeletedFinalStateUnknown(key, last), "delete")
-        for key, pod in fresh.items():
-            self.on_event(pod, "update" if key in old else "add")
 
     def _watch(self) -> bool:
         """One watch from the last RV; True to watch again, False to relist (410)."""

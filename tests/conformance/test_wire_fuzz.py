@@ -138,7 +138,10 @@ accepts = st.sampled_from(
         "application/vnd.kubernetes.protobuf",
     ]
 )
-methods = st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"])
+# The verbs kube-apiserver serves, and methods it does not (each must get a Status 405).
+methods = st.sampled_from(
+    ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "PROPFIND", "BREW"]
+)
 
 
 def _check_status_body(status: int, headers: dict[str, str], body: bytes, what: str) -> None:
@@ -213,6 +216,14 @@ def test_hostile_requests_get_a_status_and_never_kill_the_server(
     if reply.headers.get("transfer-encoding") == "chunked":
         return  # a watch stream that opened: fine
     _check_status_body(reply.status, reply.headers, reply.body, f"{method} {target}")
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "CONNECT", "BREW"])
+def test_a_method_the_server_does_not_serve_is_a_405_status(api: Endpoint, method: str) -> None:
+    reply = api.request(method, "/api/v1/namespaces/default/pods", None)
+    assert reply.status == 405, reply.body[:300]
+    _check_status_body(reply.status, reply.headers, reply.body, method)
+    assert json.loads(reply.body)["reason"] == "MethodNotAllowed"
 
 
 def test_a_body_over_three_mebibytes_is_413(api: Endpoint) -> None:

@@ -78,6 +78,18 @@ def test_a_structure_read_refreshes_is_compared_after_a_read_on_both_stores() ->
     assert _broken(_run("models.shared_informer_mutation:deep_copy", steps)) == {}
 
 
+def test_a_relist_that_hands_an_address_on_loses_the_new_holder_until_the_next() -> None:
+    # While the store is away, a pod is deleted and its replacement gets its podIP; the relist
+    # indexes the replacement, then deletes the old pod by the address they share (client-go's
+    # Replace order). The final relist heals it: only the comparison before it sees it.
+    steps = [DeleteWhileDisconnected(1, compacted=True, replaced=True)]
+    found = _broken(_run("models.ip_reuse:one_owner_per_ip", steps))
+    assert list(found) == ["history"]
+    assert "before the final relist: store.pods_by_ip['10.1.0.0'] is missing" in found["history"]
+    assert "(for team-0/web-006, live)" in found["history"]
+    assert _broken(_run("models.ip_reuse:owner_set_per_ip", steps)) == {}
+
+
 # -- effects-expected --------------------------------------------------------------------------
 def test_a_cleanup_never_run_for_a_delete_discovered_on_relist_is_missed() -> None:
     steps = [DeleteWhileDisconnected(1, compacted=True)]
