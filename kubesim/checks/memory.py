@@ -24,10 +24,9 @@ import tracemalloc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import kubesim
 from kubesim.checks.retained import Container, Growth, growing_containers, measure_retained
 
-_KUBESIM_DIR = os.path.dirname(os.path.abspath(kubesim.__file__))
+_KUBESIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # kubesim/
 # tracemalloc's own bookkeeping, and module code imported lazily during a run: the
 # interpreter's, not the store's.
 _INTERPRETER_FILES = frozenset(

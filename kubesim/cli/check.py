@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from kubesim.cli.main import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
+from kubesim.cli.arguments import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
 
 FAULT_HELP = "comma-separated step kinds to draw faults from (default: all); see --list-kinds"
 # Thread schedules per scenario with --races.

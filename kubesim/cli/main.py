@@ -12,26 +12,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-EXIT_OK = 0
-EXIT_EXPECTATION_FAILED = 1
-EXIT_USAGE = 2
+from kubesim.cli.arguments import (
+    EXIT_EXPECTATION_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    load_factory,
+    seed,
+)
 
-
-def load_factory(spec: str) -> Any:
-    """Resolve a factory spec (``module:attribute`` or ``path/to/file.py:attribute``).
-
-    The CLI face of :func:`kubesim.sim.store.load_factory`: a bad spec raises
-    ``argparse.ArgumentTypeError`` with the same message, for a usage error (exit 2).
-    """
-    from kubesim.sim.store import StoreContractError
-    from kubesim.sim.store import load_factory as resolve
-
-    try:
-        return resolve(spec)
-    except StoreContractError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+__all__ = ["EXIT_EXPECTATION_FAILED", "EXIT_OK", "EXIT_USAGE", "load_factory", "main"]
 
 
 def _node_count(text: str) -> int:
@@ -207,10 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _seed(text: str) -> int | str:
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
 def cmd_restarts(args: argparse.Namespace) -> int:
     from kubesim.sim.restarts import (
         BOUNDED,
@@ -244,10 +230,10 @@ def cmd_restarts(args: argparse.Namespace) -> int:
     except argparse.ArgumentTypeError as exc:
         print(f"kubesim restarts: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    seed = _seed(args.seed)
+    seed_value = seed(args.seed)
     print(
         f"kubesim restarts: {args.pods} pods x {args.containers} containers in {args.namespaces} "
-        f"namespaces, {args.restarts} watch restarts ({args.fault}), seed {seed}"
+        f"namespaces, {args.restarts} watch restarts ({args.fault}), seed {seed_value}"
     )
     reports: list[RestartReport] = []
     for spec, factory, _ in factories:
@@ -266,7 +252,7 @@ def cmd_restarts(args: argparse.Namespace) -> int:
             report = run_watch_restarts(
                 factory,
                 name=spec.split(":")[-1],
-                seed=seed,
+                seed=seed_value,
                 pods=args.pods,
                 containers=args.containers,
                 namespaces=args.namespaces,

@@ -91,7 +91,7 @@ def _traced(text: str) -> str | ModuleType:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from kubesim.cli.main import load_factory
+    from kubesim.cli.arguments import load_factory
     from kubesim.sched.explore import run_schedule
     from kubesim.sched.strategies import InvalidStrategy, describe_strategy, parse_strategy
 

@@ -89,7 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _build_server(
     args: argparse.Namespace, started_at: _dt.datetime, root_ca_bundle: str
 ) -> APIServer:
-    from kubesim.cli.main import _seed
+    from kubesim.cli.arguments import seed as _seed
 
     api = APIServer(
         seed=_seed(args.seed),

@@ -18,7 +18,7 @@ import datetime as _dt
 from collections.abc import Callable
 from typing import Any
 
-from kubesim.server.tables import human_duration, parse_time, since
+from kubesim.server.ages import human_duration, parse_time, since
 
 JSON = dict[str, Any]
 Cells = Callable[[JSON, _dt.datetime], list[Any]]

@@ -30,9 +30,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kubesim.server import negotiation
+from kubesim.server.ages import human_duration, parse_time, since
 from kubesim.server.encoding import dumps, loads
+from kubesim.server.printers import PRINTERS
 from kubesim.server.resources import ResourceType
 from kubesim.server.watch import WatchStream
+
+__all__ = ["build_table", "human_duration", "negotiate", "parse_time", "requested", "since"]
 
 if TYPE_CHECKING:
     from kubesim.server.apiserver import APIServer
@@ -103,57 +107,6 @@ def negotiate(accept: str) -> str | None:
 
 
 # -- cells -------------------------------------------------------------------------------------
-def human_duration(seconds: float) -> str:
-    """A duration as kubectl shows ages (apimachinery ``util/duration.HumanDuration``)."""
-    whole = int(seconds)
-    if whole < -1:
-        return "<invalid>"
-    if whole < 0:
-        return "0s"
-    if whole < 120:
-        return f"{whole}s"
-    minutes = whole // 60
-    if minutes < 10:
-        rest = whole % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = whole // 3600
-    if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if rest == 0 else f"{years}y{rest}d"
-    return f"{hours // 24 // 365}y"
-
-
-def parse_time(text: Any) -> _dt.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.timezone.utc)
-
-
-def since(timestamp: Any, now: _dt.datetime) -> str:
-    """printers.go ``translateTimestampSince``: ``<unknown>`` for a missing timestamp."""
-    when = parse_time(timestamp)
-    if when is None:
-        return "<unknown>"
-    return human_duration((now - when).total_seconds())
-
-
 def _dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
@@ -251,8 +204,6 @@ _Printer = Callable[[JSON, _dt.datetime], list[Any]]
 
 
 def _printer(resource: ResourceType) -> tuple[list[JSON], _Printer]:
-    from kubesim.server.printers import PRINTERS  # which imports this module's helpers
-
     if resource.group == "" and resource.kind == "Pod":
         return POD_COLUMNS, pod_cells
     return PRINTERS.get((resource.group, resource.kind), (DEFAULT_COLUMNS, default_cells))

@@ -167,7 +167,7 @@ def _database(database: ExampleDatabase | str | None) -> ExampleDatabase | None:
     if database is None:
         return DirectoryBasedExampleDatabase(DEFAULT_DATABASE)
     if isinstance(database, str):
-        from kubesim.testing.fuzz import example_database
+        from kubesim.testing.database import example_database
 
         return example_database(database)
     return database

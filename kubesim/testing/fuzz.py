@@ -21,54 +21,23 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from kubesim.scenario.run import Setup, StoreFactory
+from kubesim.testing.database import DATABASE_VARIABLE, PROFILE, example_database, use_database
 from kubesim.testing.marks import FLEET_TEST_ATTRIBUTE
 
-DATABASE_VARIABLE = "KUBESIM_DATABASE"
-PROFILE = "kubesim-database"
+__all__ = [
+    "DATABASE_VARIABLE",
+    "PROFILE",
+    "StoreViolation",
+    "example_database",
+    "fuzz_test",
+    "use_database",
+]
 
 
 class StoreViolation(AssertionError):
     """A fuzz target's example broke a property: the message ends with the replay command."""
-
-
-def example_database(url: str) -> ExampleDatabase | None:
-    """The example database ``url`` names: ``redis://host:port/db`` (needs the ``redis``
-    package), ``:memory:`` (none), or a directory. One instance per URL and process: Hypothesis
-    compares databases by identity (HypoFuzz fuzzes only tests whose database is the
-    profile's)."""
-    if url not in _DATABASES:
-        _DATABASES[url] = _open_database(url)
-    return _DATABASES[url]
-
-
-_DATABASES: dict[str, ExampleDatabase | None] = {}
-
-
-def _open_database(url: str) -> ExampleDatabase | None:
-    if url == ":memory:":
-        return None
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            import redis
-            from hypothesis.extra.redis import RedisExampleDatabase
-        except ImportError as exc:
-            raise ValueError(
-                f"example database {url!r}: the redis package is not installed (pip install redis)"
-            ) from exc
-        return RedisExampleDatabase(redis.Redis.from_url(url))
-    return DirectoryBasedExampleDatabase(url)
-
-
-def use_database(url: str) -> ExampleDatabase | None:
-    """Make ``url`` (see :func:`example_database`) the example database of every Hypothesis
-    test from now on: a settings profile, ``kubesim-database``, loaded over the current one."""
-    database = example_database(url)
-    settings.register_profile(PROFILE, parent=settings.default, database=database)
-    settings.load_profile(PROFILE)
-    return database
 
 
 def fuzz_test(
