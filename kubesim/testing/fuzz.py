@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kubesim.scenario.run import Setup, StoreFactory
@@ -75,6 +75,10 @@ def fuzz_test(
             HealthCheck.large_base_example,
         ],
         "print_blob": False,
+        # No explain phase: it runs a failing scenario again under sys.settrace, and once per
+        # part it varies, which for a whole simulation takes minutes; the failure's replay
+        # line already names everything needed to run it again.
+        "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     }
     if max_examples is not None:
         options["max_examples"] = max_examples
