@@ -473,7 +473,7 @@ class ScenarioRun:
         server = self.server
         out: dict[str, Observed] = {}
         with server.lock:
-            for watcher in server._watchers.values():
+            for watcher in server.watch_cache.watchers():
                 if watcher.ended is None:
                     scope = (
                         watcher.resource.plural,

@@ -3,7 +3,8 @@
 :class:`APIServer` knows nothing of HTTP or of the ``kubernetes`` package. Its verbs take and
 return plain JSON-like dicts and raise :class:`~kubesim.server.status.StatusError` with the
 exact Status kube-apiserver would send. :mod:`kubesim.server.routes` maps requests onto these
-verbs; transports (in-process adapters, the HTTP server) sit in front of that.
+verbs; transports (in-process adapters, the HTTP server) sit in front of that. Watches are served
+by the server's :class:`~kubesim.server.watch_cache.WatchCache`, which owns the open watchers.
 
 Thread safety: every public method takes :attr:`APIServer.lock`; :attr:`APIServer.changed`
 (a condition on that lock) is notified after every write, watch end and fault, so a transport
@@ -17,14 +18,13 @@ Determinism: uids, generated names and default watch timeouts are drawn from the
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uniform, uuid4_drawer
+from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock, uuid4_drawer
 from kubesim.server import (
     api_services,
     conversion,
@@ -53,7 +53,7 @@ from kubesim.server import control_plane as control_plane_objects
 from kubesim.server import node_lifecycle as node_lifecycle_controller
 from kubesim.server import status as st
 from kubesim.server.encoding import canonical_metadata, canonical_object, deep_copy, dumps, loads
-from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, CacheStall, RequestFailures
+from kubesim.server.faults import FAILABLE_VERBS, FAILURE_REASONS, RequestFailures
 from kubesim.server.live import LiveWait
 from kubesim.server.patch import apply_patch
 from kubesim.server.resources import ResourceType, builtin_resources, generation_changed
@@ -61,14 +61,8 @@ from kubesim.server.scale import apply_scale, scale_of
 from kubesim.server.selectors import FieldSelector, LabelSelector
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Storage, Stored
 from kubesim.server.validation import validate_object
-from kubesim.server.watch import (
-    WaitPolicy,
-    WatchEnd,
-    Watcher,
-    WatchStream,
-    initial_events_end_line,
-    initial_lines,
-)
+from kubesim.server.watch import WaitPolicy, WatchStream
+from kubesim.server.watch_cache import WatchCache, too_large_resource_version
 
 JSON = dict[str, Any]
 
@@ -218,8 +212,8 @@ class APIServer:
             raise ValueError(
                 f"watch_buffer must be an int >= 1 or None, got watch_buffer={watch_buffer!r}"
             )
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
+        self._lock = threading.RLock()
+        self.changed = threading.Condition(self._lock)
         # Called (with the lock held) after every change a blocked watch reader may care about:
         # how a controlled scheduler learns that a parked watch read can proceed.
         self.change_listeners: list[Callable[[], None]] = []
@@ -236,17 +230,26 @@ class APIServer:
         self._new_uid = uuid4_drawer(self.choices.fork("uid"))
         self._name_choices = self.choices.fork("generateName")
         self._token_volume_choices = self.choices.fork("serviceAccountTokenVolume")
-        self._timeout_choices = self.choices.fork("watchTimeout")
+        timeout_choices = self.choices.fork("watchTimeout")
         # Signs and checks service account tokens (TokenRequest, TokenReview).
         self.token_issuer = reviews.TokenIssuer(self.choices.fork("serviceAccountToken"))
         self.clock = clock if clock is not None else VirtualClock()
         self.trace = trace if trace is not None else Trace()
         self.storage = Storage(window=history_window)
-        self.bookmark_interval = bookmark_interval
-        self.min_request_timeout = min_request_timeout
-        self.watch_buffer = watch_buffer
+        # The open watches and what they are sent (kubesim.server.watch_cache).
+        self.watch_cache = WatchCache(
+            lock=self._lock,
+            clock=self.clock,
+            trace=self.trace,
+            storage=self.storage,
+            timeout_choices=timeout_choices,
+            notify_changed=self._notify_changed,
+            bookmark_interval=bookmark_interval,
+            min_request_timeout=min_request_timeout,
+            watch_buffer=watch_buffer,
+            expired_reason=expired_reason,
+        )
         self.watch_list = watch_list
-        self.expired_reason = expired_reason
         # Whether allowWatchBookmarks is honoured (servers before 1.15 send none): see
         # kubesim.server.versions.
         self.bookmarks = True
@@ -254,11 +257,6 @@ class APIServer:
         self._resources: dict[tuple[str, str, str], ResourceType] = {}
         # resource() by name, cleared whenever a resource is registered or unregistered.
         self._by_name: dict[str, ResourceType] = {}
-        self._watchers: dict[int, Watcher] = {}
-        # The open watchers of each resource, in the order they opened: what a write offers
-        # its event to (rebuilt when a watch opens or ends, read on every write).
-        self._watchers_of: dict[ResourceType, tuple[Watcher, ...]] = {}
-        self._watch_ids = itertools.count(1)
         self.request_count = 0
         # Called (lock held) with (method, path) before each request is served. A harness may
         # raise a BaseException here to stop a client that loops on requests without ever
@@ -269,17 +267,11 @@ class APIServer:
         # happens: kubesim.scenario's stop() during a list).
         self.in_flight_hooks: list[Callable[[Any], None]] = []
         self.request_failures = RequestFailures()
-        self._stall: CacheStall | None = None
-        # Watches silence_watches() made silent, until their connection is cut.
-        self._silenced: list[Watcher] = []
         # Lists answered in full (their last page): a harness tells from it whether a store it
         # restarted has listed since (kubesim.scenario.run).
         self.lists_completed = 0
         # The same, by the namespace listed (None for a list across all namespaces).
         self.lists_by_namespace: collections.Counter[str | None] = collections.Counter()
-        # Watches opened (refused ones included): with lists_completed, how a harness tells a
-        # store that listed once from one that watched and stopped.
-        self.watches_opened = 0
         for resource in builtin_resources():
             self.register(resource)
         self._cluster_ips = defaults.cluster_ips()
@@ -325,8 +317,56 @@ class APIServer:
                 control_plane_objects.install(
                     self, workloads=system_pods, metrics_server=metrics_server
                 )
-        if bookmark_interval is not None:
-            self.clock.call_later(bookmark_interval, self._bookmark_tick)
+        # The bookmark ticks, scheduled last: timers due together fire in the order scheduled.
+        self.watch_cache.start()
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @lock.setter
+    def lock(self, lock: threading.RLock) -> None:
+        # kubesim.sim.threads.make_atomic swaps in a lock of its own: the watch cache's too.
+        self._lock = self.watch_cache.lock = lock
+
+    # -- the watch cache's settings and state (kubesim.server.watch_cache) -----------------
+    @property
+    def bookmark_interval(self) -> float | None:
+        return self.watch_cache.bookmark_interval
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, seconds: float | None) -> None:
+        self.watch_cache.bookmark_interval = seconds
+
+    @property
+    def min_request_timeout(self) -> float:
+        return self.watch_cache.min_request_timeout
+
+    @min_request_timeout.setter
+    def min_request_timeout(self, seconds: float) -> None:
+        self.watch_cache.min_request_timeout = seconds
+
+    @property
+    def watch_buffer(self) -> int | None:
+        return self.watch_cache.watch_buffer
+
+    @watch_buffer.setter
+    def watch_buffer(self, events: int | None) -> None:
+        self.watch_cache.watch_buffer = events
+
+    @property
+    def expired_reason(self) -> str:
+        return self.watch_cache.expired_reason
+
+    @expired_reason.setter
+    def expired_reason(self, reason: str) -> None:
+        self.watch_cache.expired_reason = reason
+
+    @property
+    def watches_opened(self) -> int:
+        """Watches opened (refused ones included): with lists_completed, how a harness tells a
+        store that listed once from one that watched and stopped."""
+        return self.watch_cache.watches_opened
 
     def _notify_changed(self) -> None:
         self.changed.notify_all()
@@ -351,9 +391,7 @@ class APIServer:
         with self.lock:
             self._resources.pop((resource.group, resource.version, resource.plural), None)
             self._by_name.clear()
-            for watcher in list(self._watchers.values()):
-                if watcher.resource is resource:
-                    watcher.close_when_drained()  # after the DELETED events already queued
+            self.watch_cache.close_watches_of(resource)
             self._notify_changed()
 
     @property
@@ -477,10 +515,7 @@ class APIServer:
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
         )
-        if self._stall is not None:
-            self._stall.held.append(event)  # the watch cache has not seen it yet
-        else:
-            self._offer(event)
+        self.watch_cache.process_event(event)
         self._notify_changed()
         if crds.is_crd_resource(resource):
             crds.sync(self, event)
@@ -502,16 +537,10 @@ class APIServer:
         """One of this server's kubelets registered the node with this uid (and reports on it)."""
         return self._nodes is not None and node_uid in self._nodes.node_uids
 
-    def _offer(self, event: Any) -> None:
-        # A tuple taken before the first offer: a watcher that ends on this event (its buffer
-        # full) changes the index, not this loop.
-        for watcher in self._watchers_of.get(event.resource, ()):
-            watcher.offer(event)
-
     @property
     def cache_resource_version(self) -> int:
         """The RV the watch cache is at: storage's, unless the cache is stalled."""
-        return self._stall.rv if self._stall is not None else self.storage.rv
+        return self.watch_cache.resource_version
 
     def _check_body(self, resource: ResourceType, obj: Any, namespace: str | None) -> JSON:
         if not isinstance(obj, dict):
@@ -1235,12 +1264,12 @@ class APIServer:
         """
         with self.lock:
             storage = self.storage
-            stall = self._stall
-            if stall is not None and rv is not None and (rv == 0 or not exact):
-                if rv > stall.rv:
-                    raise too_large_resource_version(rv, stall.rv)
-                list_rv = stall.rv
-                source = storage.snapshot(resource, stall.rv, namespace=namespace, start=start)
+            stalled_at = self.watch_cache.stalled_at
+            if stalled_at is not None and rv is not None and (rv == 0 or not exact):
+                if rv > stalled_at:
+                    raise too_large_resource_version(rv, stalled_at)
+                list_rv = stalled_at
+                source = storage.snapshot(resource, stalled_at, namespace=namespace, start=start)
             elif rv is None or rv == 0 or (not exact and rv <= storage.rv):
                 list_rv = storage.rv
                 source = storage.items(resource, namespace=namespace, start=start)
@@ -1302,145 +1331,23 @@ class APIServer:
         """Open a watch. Errors after admission are as an ERROR event on the stream (cacher.go)."""
         resource = self.resource(resource)  # not a version served by conversion
         with self.lock:
-            labels = labels or LabelSelector.parse("")
-            fields = fields or FieldSelector.parse("")
-            allow_bookmarks = allow_bookmarks and self.bookmarks
-            ident = next(self._watch_ids)
-            watcher = Watcher(
-                ident=ident,
-                resource=resource,
-                namespace=namespace if resource.namespaced else None,
-                label_selector=labels,
-                field_selector=fields,
-                allow_bookmarks=allow_bookmarks,
-                buffer_limit=self.watch_buffer,
-                on_close=self._forget_watcher,
+            watcher = self.watch_cache.watch(
+                resource,
+                namespace=namespace,
+                labels=labels or LabelSelector.parse(""),
+                fields=fields or FieldSelector.parse(""),
+                resource_version=resource_version or "",
+                allow_bookmarks=allow_bookmarks and self.bookmarks,
+                send_initial_events=send_initial_events,
+                timeout_seconds=timeout_seconds,
                 on_deliver=self._deliver if self.delivery_listeners else None,
             )
-            self._watchers[ident] = watcher
-            self._index_watchers(resource)
-            stream = WatchStream(self, watcher)
-            storage = self.storage
-            rv_text = resource_version or ""
-            self.trace.record("watch", ident, resource.plural, namespace, rv_text, storage.rv)
-            self.watches_opened += 1
-            if timeout_seconds is None or timeout_seconds <= 0:
-                # handlers/get.go: minRequestTimeout * (1 + rand) when the client sets none.
-                timeout_seconds = uniform(
-                    self._timeout_choices, self.min_request_timeout, 2 * self.min_request_timeout
-                )
-            deadline = self.clock.now() + timeout_seconds
-            watcher.timers.append(self.clock.call_at(deadline, lambda: self._timeout(watcher)))
-            if allow_bookmarks and timeout_seconds > 2:
-                # cache_watcher.go: a bookmark shortly before the deadline.
-                watcher.timers.append(
-                    self.clock.call_at(deadline - 2, lambda: self._bookmark_one(watcher))
-                )
-            watch_list = send_initial_events is True
-            if send_initial_events is None:
-                # ListOptions.SendInitialEvents: defaults to true for RV "" and "0" (legacy).
-                send_initial_events = rv_text in ("", "0")
-            stall = self._stall
-            if stall is not None:
-                # Watches are served by the watch cache: nothing newer than where it stopped.
-                watcher.after_rv = stall.rv
-            if watch_list and rv_text not in ("", "0"):
-                start = int(rv_text)
-                cache_rv = self.cache_resource_version
-                if start > cache_rv:
-                    # cacher.go: the watch cache waits (3 s) to reach the requested RV, then
-                    # refuses. The wait is not modelled: nothing is written during a request.
-                    self._forget_watcher_quietly(watcher)
-                    raise too_large_resource_version(start, cache_rv)
-            if send_initial_events:
-                # The state at the watch's start RV: capture the (immutable) stored versions now,
-                # since lines are encoded lazily and later writes must not show through them.
-                existing = (
-                    list(storage.items(resource, namespace=watcher.namespace))
-                    if stall is None
-                    else list(storage.snapshot(resource, stall.rv, namespace=watcher.namespace))
-                )
-                lines = initial_lines(iter(existing), watcher)
-                if watch_list and allow_bookmarks:
-                    # cacher.go setInitialEventsEndBookmarkIfRequested: only with bookmarks allowed.
-                    end_rv = self.cache_resource_version
-                    lines = itertools.chain(lines, [initial_events_end_line(resource, end_rv)])
-                watcher.set_initial(lines)
-            elif rv_text not in ("", "0"):
-                start = int(rv_text)
-                if stall is not None and start > stall.rv:
-                    # cacher.go: a watch from an RV the cache has not reached waits, then fails.
-                    self._forget_watcher_quietly(watcher)
-                    raise too_large_resource_version(start, stall.rv)
-                if start < storage.compacted_rv:
-                    # Past admission, errors are an ERROR event, then a clean close (cacher.go).
-                    watcher.push_line(self._expired_line(start))
-                    watcher.close_when_drained()
-                else:
-                    watcher.after_rv = start
-                    # A stalled cache holds what came after it: delivered when it resumes.
-                    limit = stall.rv if stall is not None else storage.rv
-                    watcher.replay(
-                        e
-                        for e in storage.events_after(start)
-                        if e.resource is resource and e.rv <= limit
-                    )
-            return stream
-
-    def _expired_line(self, requested: int) -> bytes:
-        status = st.failure(
-            410,
-            self.expired_reason,
-            f"too old resource version: {requested} ({self.storage.compacted_rv})",
-        )
-        return b'{"type":"ERROR","object":' + dumps(status) + b"}\n"
-
-    def _forget_watcher_quietly(self, watcher: Watcher) -> None:
-        """Undo the registration of a watch refused before admission."""
-        for timer in watcher.timers:
-            timer.cancel()
-        self._watchers.pop(watcher.ident, None)
-        self._index_watchers(watcher.resource)
-
-    def _index_watchers(self, resource: ResourceType) -> None:
-        watchers = tuple(w for w in self._watchers.values() if w.resource is resource)
-        if watchers:
-            self._watchers_of[resource] = watchers
-        else:
-            self._watchers_of.pop(resource, None)
-
-    def _forget_watcher(self, watcher: Watcher) -> None:
-        self._watchers.pop(watcher.ident, None)
-        self._index_watchers(watcher.resource)
-        self.trace.record(
-            "watch-end", watcher.ident, watcher.ended.value if watcher.ended else None
-        )
-        self._notify_changed()
-
-    def _timeout(self, watcher: Watcher) -> None:
-        with self.lock:
-            watcher.end(WatchEnd.CLOSED)
-
-    def _bookmark_one(self, watcher: Watcher) -> None:
-        with self.lock:
-            if watcher.ended is None and not watcher.has_ready():
-                watcher.bookmark(self.cache_resource_version)
-                self._notify_changed()
-
-    def _bookmark_tick(self) -> None:
-        with self.lock:
-            for watcher in list(self._watchers.values()):
-                if watcher.allow_bookmarks and not watcher.has_ready():
-                    watcher.bookmark(self.cache_resource_version)
-            self._notify_changed()
-            if self.bookmark_interval is not None:
-                self.clock.call_later(self.bookmark_interval, self._bookmark_tick)
+            return WatchStream(self, watcher)
 
     # -- faults ---------------------------------------------------------------------------
     @property
     def open_watches(self) -> int:
-        with self.lock:
-            return len(self._watchers)
+        return self.watch_cache.open_watches
 
     def expire_watches(self, *, with_error: bool = False) -> int:
         """End every open watch cleanly, as a server-side timeout would (F1). Returns how many.
@@ -1449,30 +1356,11 @@ class APIServer:
         ``Status`` (what the watch cache sends a watcher that fell out of its window, F4), then
         ends once the client has read what was queued before it.
         """
-        if not with_error:
-            return self._end_all(WatchEnd.CLOSED, "expire_watches")
-        with self.lock:
-            watchers = [w for w in self._watchers.values() if w.ended is None]
-            self.trace.record("fault", "expire_watches_with_error", len(watchers))
-            line = self._expired_line(self.storage.compacted_rv)
-            for watcher in watchers:
-                watcher.push_line(line)
-                watcher.close_when_drained()
-            self._notify_changed()
-            return len(watchers)
+        return self.watch_cache.expire_watches(with_error=with_error)
 
     def drop_watches(self) -> int:
         """Cut every open watch abruptly (no terminating chunk). Returns how many."""
-        return self._end_all(WatchEnd.DROPPED, "drop_watches")
-
-    def _end_all(self, how: WatchEnd, verb: str) -> int:
-        with self.lock:
-            watchers = list(self._watchers.values())
-            self.trace.record("fault", verb, len(watchers))
-            for watcher in watchers:
-                watcher.end(how)
-            self._notify_changed()
-            return len(watchers)
+        return self.watch_cache.drop_watches()
 
     def silence_watches(self, seconds: float) -> int:
         """Every open watch goes silent for ``seconds``, then its connection is cut.
@@ -1482,50 +1370,16 @@ class APIServer:
         the connection is reset. Only a client read timeout notices it sooner. Returns how many
         watches went silent.
         """
-        if not (isinstance(seconds, int | float) and seconds > 0):
-            raise ValueError(f"seconds must be a number > 0, got seconds={seconds!r}")
-        with self.lock:
-            watchers = [w for w in self._watchers.values() if w.ended is None and not w.silent]
-            for watcher in watchers:
-                watcher.silent = True
-            self._silenced.extend(watchers)
-            self.trace.record("fault", "silence_watches", f"{seconds:g}", len(watchers))
-
-            def cut() -> None:
-                self._cut(watchers)
-
-            self.clock.call_at(self.clock.now() + seconds, cut)
-            return len(watchers)
+        return self.watch_cache.silence_watches(seconds)
 
     @property
     def silent_watches(self) -> int:
         """How many watches are silent now (silence_watches), their connections not yet cut."""
-        with self.lock:
-            return sum(1 for w in self._silenced if w.silent)
+        return self.watch_cache.silent_watches
 
     def end_silences(self) -> int:
         """Cut every silent watch's connection now. Returns how many."""
-        with self.lock:
-            self._silenced = [w for w in self._silenced if w.silent]
-            return self._cut(tuple(self._silenced))
-
-    def _cut(self, watchers: Sequence[Watcher]) -> int:
-        with self.lock:
-            cut = 0
-            for watcher in watchers:
-                if not watcher.silent:
-                    continue
-                watcher.silent = False
-                cut += 1
-                if watcher.ended is None:
-                    watcher.end(WatchEnd.DROPPED)
-                else:
-                    # The server ended it meanwhile; the client never saw that end, only the cut.
-                    watcher.ended = WatchEnd.DROPPED
-            if cut:
-                self.trace.record("fault", "cut_silent_watches", cut)
-                self._notify_changed()
-            return cut
+        return self.watch_cache.end_silences()
 
     def compact(self) -> int:
         """Drop the whole history: later watches and lists from older RVs get 410 Expired.
@@ -1534,22 +1388,14 @@ class APIServer:
         still has to deliver those events.
         """
         with self.lock:
-            floor = self.storage.compact(upto=self._stall.rv if self._stall else None)
+            floor = self.storage.compact(upto=self.watch_cache.stalled_at)
             self.trace.record("fault", "compact", floor)
             self._notify_changed()
             return floor
 
     def send_bookmarks(self) -> int:
         """Queue a BOOKMARK now on every watch that allows them (F8). Returns how many."""
-        with self.lock:
-            sent = 0
-            for watcher in list(self._watchers.values()):
-                if watcher.allow_bookmarks and watcher.ended is None:
-                    watcher.bookmark(self.cache_resource_version)
-                    sent += 1
-            self.trace.record("fault", "send_bookmarks", sent)
-            self._notify_changed()
-            return sent
+        return self.watch_cache.send_bookmarks()
 
     def set_watch_buffer(self, events: int | None) -> int:
         """Limit how many unread events a watch may queue before the server closes it (F12).
@@ -1558,19 +1404,7 @@ class APIServer:
         watch cache closes an unresponsive watcher. None removes the limit. Returns how many
         watches were closed.
         """
-        if events is not None and (not isinstance(events, int) or events < 1):
-            raise ValueError(f"events must be an int >= 1 or None, got events={events!r}")
-        with self.lock:
-            self.watch_buffer = events
-            closed = 0
-            for watcher in list(self._watchers.values()):
-                watcher.buffer_limit = events
-                if events is not None and watcher.backlog > events:
-                    watcher.end(WatchEnd.CLOSED)
-                    closed += 1
-            self.trace.record("fault", "set_watch_buffer", events, closed)
-            self._notify_changed()
-            return closed
+        return self.watch_cache.set_watch_buffer(events)
 
     def fail_requests(
         self,
@@ -1636,29 +1470,18 @@ class APIServer:
         are served at the stalled RV (stale lists); a list or watch from a newer RV answers 504
         "Too large resource version"; open watches receive nothing new. Returns the stalled RV.
         """
-        with self.lock:
-            if self._stall is None:
-                self._stall = CacheStall(self.storage.rv)
-            self.trace.record("fault", "stall_watch_cache", self._stall.rv)
-            return self._stall.rv
+        return self.watch_cache.stall()
 
     def resume_watch_cache(self) -> int:
         """Let a stalled watch cache catch up: held events reach watches, in order.
 
         Returns how many events were held.
         """
-        with self.lock:
-            stall, self._stall = self._stall, None
-            held = stall.held if stall is not None else []
-            self.trace.record("fault", "resume_watch_cache", len(held))
-            for event in held:
-                self._offer(event)
-            self._notify_changed()
-            return len(held)
+        return self.watch_cache.resume()
 
     @property
     def watch_cache_stalled(self) -> bool:
-        return self._stall is not None
+        return self.watch_cache.stalled_at is not None
 
     @property
     def resource_version(self) -> int:
@@ -1674,30 +1497,6 @@ class APIServer:
         with self.lock:
             self.clock.advance_to(when)
             self._notify_changed()
-
-
-# How long the watch cache waits to reach a resourceVersion before it refuses it (cacher
-# watch_cache.go blockTimeout).
-TOO_LARGE_WAIT = 3.0
-
-
-def too_large_resource_version(requested: int, current: int) -> st.StatusError:
-    error = _too_large(requested, current)
-    error.wait = TOO_LARGE_WAIT  # type: ignore[attr-defined]
-    return error
-
-
-def _too_large(requested: int, current: int) -> st.StatusError:
-    return st.timeout(
-        f"Too large resource version: {requested}, current: {current}",
-        causes=[
-            {
-                "reason": "ResourceVersionTooLarge",
-                "message": "Too large resource version",
-            }
-        ],
-        retry_after=1,
-    )
 
 
 def _json_patch_decodes(patch: Any) -> bool:

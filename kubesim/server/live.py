@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kubesim.server.apiserver import APIServer
-    from kubesim.server.watch import WatchStream
+    from kubesim.server.watch import StreamServer, WatchStream
 
 # Bound at import: kubesim.sched patches ``time.monotonic`` to virtual time inside controlled
 # runs, and a live server must keep following the real clock.
@@ -44,7 +43,7 @@ class ClockFollower:
         self._now = now
         self._last: float | None = None
 
-    def catch_up(self, server: APIServer) -> None:
+    def catch_up(self, server: StreamServer) -> None:
         with server.lock:
             now = self._now()
             last, self._last = self._last, now
@@ -60,7 +59,7 @@ class ClockFollower:
                 # would wake every waiter, including the one catching up, into a spin).
                 clock.advance_to(target)
 
-    def seconds_until_next_deadline(self, server: APIServer) -> float | None:
+    def seconds_until_next_deadline(self, server: StreamServer) -> float | None:
         """Virtual seconds to the server clock's next timer (0 if due), None if there is none."""
         with server.lock:
             deadline = server.clock.next_deadline()
@@ -86,7 +85,7 @@ class LiveWait:
         self.follow_wall_clock = follow_wall_clock
         self._follower = ClockFollower(_wall_clock) if follow_wall_clock else None
 
-    def catch_up(self, server: APIServer) -> None:
+    def catch_up(self, server: StreamServer) -> None:
         """Bring the server's virtual time up to the wall clock (no-op when not following)."""
         if self._follower is not None:
             self._follower.catch_up(server)

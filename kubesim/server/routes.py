@@ -1008,7 +1008,7 @@ def _list(
         exact = match == "Exact" or (limit is not None and match != "NotOlderThan")
         with server.lock:
             if rv > server.storage.rv:
-                from kubesim.server.apiserver import too_large_resource_version
+                from kubesim.server.watch_cache import too_large_resource_version
 
                 raise too_large_resource_version(rv, server.storage.rv)
     # rv == 0 is "Any": served from the watch cache (list_page), possibly older than storage.
@@ -1131,7 +1131,7 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
                 {
                     "resourceVersion": str(server.storage.rv),
                     "compactedResourceVersion": str(server.storage.compacted_rv),
-                    "openWatches": len(server._watchers),
+                    "openWatches": len(server.watch_cache.watchers()),
                     "historyWindow": server.storage.window,
                     "now": server.clock.now(),
                     "requests": server.request_count,

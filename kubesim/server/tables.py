@@ -34,7 +34,7 @@ from kubesim.server.ages import human_duration, parse_time, since
 from kubesim.server.encoding import dumps, loads
 from kubesim.server.printers import PRINTERS
 from kubesim.server.resources import ResourceType
-from kubesim.server.watch import WatchStream
+from kubesim.server.watch import StreamServer, WatchStream
 
 __all__ = ["build_table", "human_duration", "negotiate", "parse_time", "requested", "since"]
 
@@ -243,7 +243,7 @@ def requested(accept: str, include_object: str | None) -> TableOptions | None:
     return TableOptions(version, include_object if include_object in INCLUDE_OBJECT else None)
 
 
-def now_of(server: APIServer) -> _dt.datetime:
+def now_of(server: StreamServer) -> _dt.datetime:
     """The server's virtual "now" as an instant (the epoch its timestamps are written from)."""
     clock = server.clock
     return clock.epoch + _dt.timedelta(seconds=clock.now())

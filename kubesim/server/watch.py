@@ -23,18 +23,16 @@ or wait on the wall clock under ``kubesim serve``).
 from __future__ import annotations
 
 import enum
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from kubesim._core.clock import Timer
+from kubesim._core.clock import Timer, VirtualClock
 from kubesim.server.encoding import dumps
 from kubesim.server.resources import ResourceType
 from kubesim.server.selectors import FieldSelector, LabelSelector
 from kubesim.server.storage import ADDED, DELETED, MODIFIED, Event, Key, Stored
-
-if TYPE_CHECKING:
-    from kubesim.server.apiserver import APIServer
 
 JSON = dict[str, Any]
 
@@ -67,6 +65,30 @@ class WaitPolicy(Protocol):
     """
 
     def wait(self, stream: WatchStream) -> None: ...
+
+
+class StreamServer(Protocol):
+    """What a stream and its wait policy use of the server that opened it (an
+    :class:`~kubesim.server.apiserver.APIServer`): named here rather than imported, so that this
+    module does not depend on the server, nor does the watch cache built on it
+    (:mod:`kubesim.server.watch_cache`).
+    """
+
+    @property
+    def lock(self) -> threading.RLock: ...
+
+    @property
+    def changed(self) -> threading.Condition: ...
+
+    @property
+    def clock(self) -> VirtualClock: ...
+
+    @property
+    def wait_policy(self) -> WaitPolicy: ...
+
+    def advance_to(self, when: float) -> None: ...
+
+    def _notify_changed(self) -> None: ...
 
 
 def _object_line(event_type: str, body: bytes) -> bytes:
@@ -292,7 +314,7 @@ class WatchStream:
     # 16 lines a chunk: the official client's line splitter copies its buffer after every line,
     # so big chunks cost it quadratic time (bench/run.py: 35k ev/s at 256 lines, 57k at 16).
     def __init__(
-        self, server: APIServer, watcher: Watcher, *, max_lines_per_chunk: int = 16
+        self, server: StreamServer, watcher: Watcher, *, max_lines_per_chunk: int = 16
     ) -> None:
         self.server = server
         self.watcher = watcher
@@ -380,6 +402,7 @@ __all__ = [
     "DELETED",
     "INITIAL_EVENTS_END_ANNOTATION",
     "MODIFIED",
+    "StreamServer",
     "WaitPolicy",
     "WatchDropped",
     "WatchEnd",

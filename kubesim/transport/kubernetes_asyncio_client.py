@@ -76,7 +76,7 @@ from typing import Any
 from kubesim.server.apiserver import APIServer
 from kubesim.server.live import ClockFollower
 from kubesim.server.routes import Request, handle
-from kubesim.server.watch import WatchDropped, WatchStream
+from kubesim.server.watch import StreamServer, WatchDropped, WatchStream
 
 _dumps = json.dumps  # FakeSession.request's ``json`` argument shadows the module there
 
@@ -106,11 +106,11 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 # Per server, the follower of the loop its clients run on (one per server, so two clients on a
 # stock loop do not advance the clock twice).
 _loop_followers: weakref.WeakKeyDictionary[
-    APIServer, tuple[weakref.ref[asyncio.AbstractEventLoop], ClockFollower]
+    StreamServer, tuple[weakref.ref[asyncio.AbstractEventLoop], ClockFollower]
 ] = weakref.WeakKeyDictionary()
 
 
-def _follower(server: APIServer, loop: asyncio.AbstractEventLoop) -> ClockFollower | None:
+def _follower(server: StreamServer, loop: asyncio.AbstractEventLoop) -> ClockFollower | None:
     """How ``server``'s clock follows ``loop``; None when the loop runs on that very clock."""
     if getattr(loop, "clock", None) is server.clock:
         return None  # kubesim.sched.aio on the server's clock: it jumps time itself
@@ -122,7 +122,9 @@ def _follower(server: APIServer, loop: asyncio.AbstractEventLoop) -> ClockFollow
         return entry[1]
 
 
-def _on_deadline(server: APIServer, follower: ClockFollower, future: asyncio.Future[None]) -> None:
+def _on_deadline(
+    server: StreamServer, follower: ClockFollower, future: asyncio.Future[None]
+) -> None:
     follower.catch_up(server)  # fires the timer that fell due (a watch timeout, a bookmark)
     _resolve(future)  # re-check the stream whether or not that timer touched it
 

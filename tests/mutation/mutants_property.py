@@ -106,8 +106,8 @@ MUTANTS = [
     {
         "name": "stalled-cache-lists-are-fresh",
         "path": "kubesim/server/apiserver.py",
-        "old": "            if stall is not None and rv is not None and (rv == 0 or not exact):",
-        "new": "            if False:",
+        "old": "if stalled_at is not None and rv is not None and (rv == 0 or not exact):",
+        "new": "if False:",
         "tests": [
             "tests/unit/test_server_faults.py::"
             "test_a_stalled_cache_serves_stale_lists_for_resource_version_zero",

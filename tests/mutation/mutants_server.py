@@ -61,7 +61,7 @@ MUTANTS = [
     ),
     dict(
         name="expire-watches-drops",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/server/watch_cache.py",
         old='return self._end_all(WatchEnd.CLOSED, "expire_watches")',
         new='return self._end_all(WatchEnd.DROPPED, "expire_watches")',
         tests=[f"{APISERVER}::test_expire_watches_ends_every_watch_cleanly"],
@@ -69,7 +69,7 @@ MUTANTS = [
     ),
     dict(
         name="drop-watches-closes",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/server/watch_cache.py",
         old='return self._end_all(WatchEnd.DROPPED, "drop_watches")',
         new='return self._end_all(WatchEnd.CLOSED, "drop_watches")',
         tests=[f"{APISERVER}::test_drop_watches_cuts_the_stream_without_a_clean_end"],
@@ -77,7 +77,7 @@ MUTANTS = [
     ),
     dict(
         name="no-synthetic-added",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/server/watch_cache.py",
         old='send_initial_events = rv_text in ("", "0")',
         new="send_initial_events = False",
         tests=[
@@ -88,7 +88,7 @@ MUTANTS = [
     ),
     dict(
         name="compacted-watch-served",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/server/watch_cache.py",
         old="if start < storage.compacted_rv:",
         new="if False:",
         tests=[
@@ -101,9 +101,12 @@ MUTANTS = [
     ),
     dict(
         name="410-error-without-close",
-        path="kubesim/server/apiserver.py",
-        old="                    watcher.close_when_drained()\n",
-        new="",
+        path="kubesim/server/watch_cache.py",
+        old=(
+            "                watcher.push_line(self._expired_line(start))\n"
+            "                watcher.close_when_drained()\n"
+        ),
+        new="                watcher.push_line(self._expired_line(start))\n",
         tests=[
             f"{WATCH_FAULTS}::test_a_watch_from_a_compacted_rv_ends_right_after_its_one_410_error"
             "_event",
@@ -142,7 +145,7 @@ MUTANTS = [
     ),
     dict(
         name="bookmarks-not-sent",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/server/watch_cache.py",
         old="if watcher.allow_bookmarks and not watcher.has_ready():",
         new="if False:",
         tests=[f"{APISERVER}::test_bookmarks_arrive_only_when_allowed"],

@@ -17,14 +17,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kubesim"
 
 # The modules of each circle as it stood when this test was written.
 _SERVER = (
-    "api_services apiserver continuation control_plane conversion crds cronjobs daemonsets "
-    "defaults discovery disruption endpoints events faults field_validation jobs kubelet "
-    "lifecycle limit_ranges live metrics narrow_subresources node_lifecycle openapi propagation "
-    "rbac resource_quotas resources retries reviews revisions role_aggregation root_ca scale "
-    "service_accounts services statefulsets storage struct_decoding validation watch workloads"
+    "api_services apiserver control_plane crds cronjobs daemonsets defaults discovery "
+    "disruption endpoints events field_validation jobs kubelet lifecycle limit_ranges metrics "
+    "node_lifecycle openapi rbac resource_quotas retries reviews revisions role_aggregation "
+    "root_ca service_accounts statefulsets struct_decoding workloads"
 )
+# Resource types name the versions served by conversion, whose watch streams wrap watchers of
+# stored events.
+_STORAGE = "conversion resources storage watch"
 KNOWN_CIRCLES = [
     frozenset(f"kubesim.server.{name}" for name in _SERVER.split()),
+    frozenset(f"kubesim.server.{name}" for name in _STORAGE.split()),
     # The scheduler installs its patches of threading, which hand blocking back to it.
     frozenset({"kubesim.sched.patches", "kubesim.sched.primitives", "kubesim.sched.scheduler"}),
 ]
