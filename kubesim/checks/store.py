@@ -150,10 +150,13 @@ def _history(recording: Recording) -> Violation | None:
 def _clean_stop(recording: Recording) -> Violation | None:
     if not recording.stopped or not recording.still_running:
         return None
+    threads = [line for line in recording.still_running if not line.startswith("stop() itself")]
+    hung = len(threads) < len(recording.still_running)
+    after = "while its stop() never returns" if hung else "after its stop() returned"
     return Violation(
         "clean-stop",
-        f"{len(recording.still_running)} of the store's thread(s) still run after its stop() "
-        "returned: a stop must end every thread the store started",
+        f"{len(threads)} of the store's thread(s) still run {after}: a stop "
+        "must end every thread the store started",
         tuple(recording.still_running[:10]),
     )
 

@@ -71,6 +71,9 @@ HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "hist
 FAULTS_LINGER = 10.0
 # Virtual seconds a fresh store (the history oracle's) may take to sync with the server.
 FRESH_SYNC = 60.0
+# Virtual seconds a store's thread that just read a watch event waits for a stop() begun then
+# (the stop step's during_event), before it goes on to handle the event.
+STOP_IN_HANDLER = 1.0
 # Virtual seconds a store shown every change gets to apply them before the history oracle's
 # comparison before the final relist.
 APPLY_WAIT = 5.0
@@ -152,6 +155,8 @@ class ScenarioRun:
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
         self.server.request_listeners.append(self._count_request)
         self._stop_armed = False
+        # A stop step waiting for the store to read a watch event (see _delivered).
+        self._stop_on_event = False
         self.server.in_flight_hooks.append(self._in_flight)
         # What the server hands the store (each object version's rv): the missed-effect oracle
         # expects a reaction only to the deletion of an object the store was shown.
@@ -159,7 +164,30 @@ class ScenarioRun:
         # The server's resourceVersion when a store thread last asked for a list: a deletion
         # before it is one that list told the store of.
         self._listed_from = 0
-        self.server.delivery_listeners.append(lambda stored: self._shown.add(stored.rv))
+        self.server.delivery_listeners.append(self._delivered)
+        self.server.read_hooks.append(self._read_watch)
+
+    def _delivered(self, stored: Any) -> None:
+        """Each object version the server hands the store (lock held), recorded."""
+        self._shown.add(stored.rv)
+
+    def _read_watch(self) -> None:
+        """Each watch read of a client thread, outside the server's lock: for a stop step that
+        waits for one, a store thread that has just read an event calls stop() from a thread
+        of its own and waits for it (:data:`STOP_IN_HANDLER` virtual seconds at most), then
+        goes on to handle the event beside a stop() in progress."""
+        if not self._stop_on_event:
+            return
+        scheduler = self.sim.scheduler
+        current = scheduler.current_thread() if scheduler is _active_scheduler() else None
+        if current is None or current.name.startswith(("reader-", "kubesim-", "fresh-store")):
+            return
+        self._stop_on_event = False
+        # Created in a controlled thread: a simulated one, whose join waits in virtual time.
+        stopper = threading.Thread(target=lambda: self._call("stop"), name="kubesim-stop")
+        stopper.daemon = True
+        stopper.start()
+        stopper.join(STOP_IN_HANDLER)
 
     def _count_request(self, method: str, path: str) -> None:
         # Requests at one instant of virtual time: a store that waits (a sleep, a watch that
@@ -855,23 +883,55 @@ class ScenarioRun:
         # time: a backoff sleep or a join with a timeout may end within STOP_GRACE seconds.
         self.sim.settle()
         self.sim.advance(STOP_GRACE)
-        self.recording.still_running.extend(
+        threads = self.sim.scheduler.threads
+        running = [
             f"{t.name!r} waits for {t.waiting_on.describe() if t.waiting_on else 'nothing'} "
             f"(stop() {when})"
-            for t in self.sim.scheduler.threads
+            for t in threads
             if id(t) in known
             and t.state.value != "finished"
             and not t.name.startswith(("reader-", "kubesim-"))
-        )
+        ]
+        if running:
+            running += [
+                f"stop() itself has not returned: it waits for "
+                f"{t.waiting_on.describe() if t.waiting_on else 'nothing'}"
+                for t in threads
+                if id(t) not in known and t.name == "kubesim-stop" and t.state.value != "finished"
+            ]
+        self.recording.still_running.extend(running)
         self.recording.stopped = True
 
-    def stop_and_restart_store(self, *, during_list: bool) -> str:
-        """The ``stop`` step: stop() now, or while the store's next list is in flight (a relist
-        is provoked: watches end with a 410), judge that its threads end, then restart it."""
+    def stop_and_restart_store(self, *, during_list: bool, during_event: bool = False) -> str:
+        """The ``stop`` step: stop() now, while the store's next list is in flight (a relist
+        is provoked: watches end with a 410), or as it reads its next watch event (a pod is
+        annotated: stop() then runs beside the store's handling of it), judge that its threads
+        end, then restart it."""
         if "stop" not in self.recording.hooks or self.store is None:
             return "stop(): skipped (the store has no stop() hook)"
         known = {id(t) for t in self.sim.scheduler.threads}
         when = f"at round {self._round}"
+        if during_event and not during_list and self._async is None and self.live_pods():
+            self._stop_on_event = True
+            namespace, name = self.live_pods()[0]
+            self.server.patch(
+                "pods",
+                name,
+                {"metadata": {"annotations": {"kubesim/stop": f"round-{self._round}"}}},
+                namespace=namespace,
+            )
+            self._release_readers()
+            self._rebase_schedule()
+            self.sim.settle()
+            if not self._stop_on_event:
+                self._judge_stop(known, when + " while it handled a watch event")
+                self.sim.crash_store()
+                self._readers_waiting.clear()
+                self._readers_deferred.clear()
+                self._readers_armed.clear()
+                self._start_store()
+                return "stop() while the store handled a watch event, then started again"
+            self._stop_on_event = False  # it read no event: stopped between steps instead
         if during_list and self._async is None:
             self._stop_armed = True
             self._force_relist(with_error=True)

@@ -54,9 +54,10 @@ class World(Protocol):
         """End the store's threads where they are; build a fresh store and run it again."""
         ...
 
-    def stop_and_restart_store(self, *, during_list: bool) -> str:
-        """Call the store's ``stop()`` (now, or while its next list is in flight), judge that
-        its threads end, then start it again; returns what happened."""
+    def stop_and_restart_store(self, *, during_list: bool, during_event: bool = False) -> str:
+        """Call the store's ``stop()`` (now, while its next list is in flight, or as it reads
+        its next watch event), judge that its threads end, then start it again; returns what
+        happened."""
         ...
 
     def advance(self, seconds: float) -> None:
@@ -651,21 +652,25 @@ class CrashAndRestart(Step):
 @dataclass(frozen=True)
 class StopStore(Step):
     """The store's ``stop()`` is called (a shutdown: a SIGTERM handler, a test's teardown), now
-    or, ``during_list``, while its next list is in flight; its threads must end. It is then
-    started again for the rest of the scenario."""
+    or, ``during_list``, while its next list is in flight, or, ``during_event``, as the store
+    reads its next watch event, so that stop() runs while the event is handled; its threads
+    must end. It is then started again for the rest of the scenario."""
 
     during_list: bool = False
+    during_event: bool = False
     kind: ClassVar[str] = "stop"
 
     def apply(self, world: World) -> str:
+        if self.during_event and not self.during_list:
+            return world.stop_and_restart_store(during_list=False, during_event=True)
         return world.stop_and_restart_store(during_list=self.during_list)
 
     def __str__(self) -> str:
-        return (
-            "stop() during a list, then start again"
-            if self.during_list
-            else ("stop() the store, then start it again")
-        )
+        if self.during_list:
+            return "stop() during a list, then start again"
+        if self.during_event:
+            return "stop() while the store handles a watch event, then start again"
+        return "stop() the store, then start it again"
 
 
 def _count(n: int, singular: str, plural: str | None = None) -> str:

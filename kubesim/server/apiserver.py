@@ -266,6 +266,10 @@ class APIServer:
         # thread: a harness may block there (a request in flight while something else
         # happens: kubesim.scenario's stop() during a list).
         self.in_flight_hooks: list[Callable[[Any], None]] = []
+        # Called without the lock, in the reading client's thread, each time a watch read
+        # hands it lines: a harness may block there (kubesim.scenario's stop() while a store
+        # handles a watch event).
+        self.read_hooks: list[Callable[[], None]] = []
         self.request_failures = RequestFailures()
         # Lists answered in full (their last page): a harness tells from it whether a store it
         # restarted has listed since (kubesim.scenario.run).

@@ -86,6 +86,9 @@ class StreamServer(Protocol):
     @property
     def wait_policy(self) -> WaitPolicy: ...
 
+    @property
+    def read_hooks(self) -> list[Callable[[], None]]: ...
+
     def advance_to(self, when: float) -> None: ...
 
     def _notify_changed(self) -> None: ...
@@ -339,14 +342,16 @@ class WatchStream:
             watcher = self.watcher
             if watcher.silent:
                 return None
-            if watcher.ended is None:
-                lines = watcher.take(self.max_lines)
-                if lines:
-                    return b"".join(lines)
+            if watcher.ended is not None:
+                if watcher.ended is WatchEnd.DROPPED:
+                    raise WatchDropped(f"watch {watcher.ident} was dropped by the server")
+                return b""
+            lines = watcher.take(self.max_lines)
+            if not lines:
                 return None
-            if watcher.ended is WatchEnd.DROPPED:
-                raise WatchDropped(f"watch {watcher.ident} was dropped by the server")
-            return b""
+        for hook in self.server.read_hooks:
+            hook()  # without the lock: a harness may block the reader here
+        return b"".join(lines)
 
     def next_chunk(self) -> bytes:
         """One or more complete lines; b"" once the stream ended cleanly.

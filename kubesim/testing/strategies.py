@@ -120,7 +120,9 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
     "server-version": st.builds(ChangeServerVersion, version=st.sampled_from(OLDER_VERSIONS)),
     "read": st.just(ReadConcurrently()),
     "crash": st.just(CrashAndRestart()),
-    "stop": st.builds(StopStore, during_list=st.booleans()),
+    "stop": st.sampled_from(
+        [StopStore(), StopStore(during_list=True), StopStore(during_event=True)]
+    ),
 }
 assert set(STEP_STRATEGIES) == set(KINDS), "every step kind needs a strategy"
 

@@ -132,6 +132,14 @@ MUTANTS = [
         why="stop() would only come between steps, where the informer shape stops cleanly",
     ),
     dict(
+        name="stop-never-inside-a-handler",
+        path="kubesim/scenario/run.py",
+        old="        self._stop_on_event = False\n        # Created in a controlled thread",
+        new="        return\n        # Created in a controlled thread",
+        tests=[f"{POWER}test_stop_while_a_handler_runs_meets_a_join_under_the_handlers_lock"],
+        why="stop() would wait for the store to be idle: a join under a handler's lock passes",
+    ),
+    dict(
         name="factory-errors-are-findings",
         path="kubesim/scenario/run.py",
         old="                instance.problems.append(_factory_failed(self.spec, error))\n"

@@ -185,6 +185,24 @@ def test_stop_during_a_list_leaves_a_thread_running_in_the_informer_shape() -> N
     assert _broken(_run("models.stop_during_list:checks_before_watch_loop", between)) == {}
 
 
+def test_stop_while_a_handler_runs_meets_a_join_under_the_handlers_lock() -> None:
+    # stop() takes the lock the event handler takes, then joins the watch thread: between
+    # steps the thread is reading (no lock held) and it stops; while an event is handled, the
+    # handler waits for the lock and stop() for the handler.
+    spec = "tests.unit.stopping_stores:join_under_lock"
+    during = [StopStore(during_event=True)]
+    result = _run(spec, during)
+    assert result.lines == ["stop() while the store handled a watch event, then started again"]
+    found = _broken(result)
+    assert list(found) == ["clean-stop"]
+    assert "still run while its stop() never returns" in found["clean-stop"]
+    assert "'pod-watch' waits for SimLock held by thread 'kubesim-stop'" in found["clean-stop"]
+    assert "while it handled a watch event" in found["clean-stop"]
+    assert "stop() itself has not returned: it waits for join of thread" in found["clean-stop"]
+    assert _broken(_run(spec, [StopStore()])) == {}
+    assert _broken(_run("tests.unit.stopping_stores:join_after_lock", during)) == {}
+
+
 # -- coverage and usage ----------------------------------------------------------------------
 def test_an_oracle_with_nothing_to_judge_is_not_exercised_not_passed() -> None:
     report = check_store(
