@@ -657,6 +657,10 @@ class ScenarioRun:
 
         if not self._shown_every_change():
             return  # still catching up after a cut: a lag, not history
+        # A reader the last step armed reads now, as the store stands after the steps, not
+        # after the wait below.
+        self._release_readers()
+        self.sim.settle()
         waited = 0.0
         while waited < APPLY_WAIT and compare(
             normalise_view(self._call("view")), self.watched_objects()
