@@ -122,13 +122,17 @@ class DeletePods(Step):
     kind: ClassVar[str] = "delete"
 
     def apply(self, world: World) -> str:
-        live = world.live_pods()
-        if not live:
+        chosen = self.chosen(world)
+        if not chosen:
             return "delete pods: none left"
-        chosen = [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
         for namespace, name in chosen:
             world.server.delete("pods", name, namespace=namespace)
         return f"delete {_names(chosen)}"
+
+    def chosen(self, world: World) -> list[Key]:
+        """The pods this step deletes: ``count`` from position ``index``, in key order."""
+        live = world.live_pods()
+        return [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
 
     def __str__(self) -> str:
         return f"delete {_count(self.count, 'pod')} from position {self.index}"
@@ -406,13 +410,13 @@ class DeleteWhileDisconnected(Step):
 
     def apply(self, world: World) -> str:
         world.server.drop_watches()
-        live = world.live_pods()
-        chosen = [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
+        delete = DeletePods(self.count, self.index)
+        chosen = delete.chosen(world)
         addresses = [
             world.server.get("pods", name, namespace=namespace).get("status", {}).get("podIP")
             for namespace, name in chosen
         ]
-        deleted = DeletePods(self.count, self.index).apply(world)
+        deleted = delete.apply(world)
         if self.replaced and chosen:
             replacements = [world.new_pod_key() for _ in chosen]
             for key, ip in zip(replacements, addresses, strict=True):
