@@ -85,6 +85,7 @@ CORPUS: tuple[Target, ...] = (
     Target("gone_loop", "models.gone_loop:rewatch_same_rv", "progress"),
     Target("label_index", "models.label_index:keeps_empty_index_sets", "history"),
     Target("endpoint_table", "models.endpoint_table:drops_tombstone_deletes", "history"),
+    Target("ip_reuse", "models.ip_reuse:one_owner_per_ip", "history"),
     Target("label_intern", "models.label_intern:interns_forever", "history"),
     Target("dedupe_resync", "models.dedupe_resync:never_forgets_handled", "history"),
     Target("expiry_reason", "models.expiry_reason:expired_by_reason", "converge"),
