@@ -23,7 +23,7 @@ import orjson
 
 from bench.measure import Section, Stopwatch, tidy
 from kubesim import APIServer, HTTPTransport, SeededChoices
-from kubesim.server.routes import Request, handle
+from kubesim.wire.routes import Request, handle
 from kubesim.workload.pods import populate_pods
 
 JSON = dict[str, Any]

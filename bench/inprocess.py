@@ -40,8 +40,8 @@ import orjson
 
 from bench.measure import Section, Stopwatch, tidy
 from kubesim import APIServer
-from kubesim.server.resources import ResourceType
-from kubesim.server.watch import WatchStream
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.watch import WatchStream
 from kubesim.workload.pods import make_pod
 
 JSON = dict[str, Any]
@@ -91,7 +91,7 @@ def write_path(
 ) -> Stopwatch:
     """Create every pod as a client's POST does (the route calls ``_create`` and answers with
     the stored bytes): validation, stamping, encoding, storage, watchers; no Python copy."""
-    create = server._create
+    create = server.registry.create
     with server.lock, sw:
         for pod in pods:
             create(resource, pod, NAMESPACE)

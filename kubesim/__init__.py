@@ -26,6 +26,9 @@ from kubesim._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
+    from kubesim.apiserver.resources import ResourceType, custom_resource
+    from kubesim.apiserver.server import APIServer
+    from kubesim.apiserver.status import StatusError
     from kubesim.checks.memory import (
         MemorySample,
         MemorySampler,
@@ -39,10 +42,8 @@ if _typing.TYPE_CHECKING:
         check_reads_match_server,
         check_snapshot_consistency,
     )
+    from kubesim.cluster.cluster import Cluster
     from kubesim.sched.explore import Exploration, Found, explore, run_schedule
-    from kubesim.server.apiserver import APIServer
-    from kubesim.server.resources import ResourceType, custom_resource
-    from kubesim.server.status import StatusError
     from kubesim.sim.restarts import RestartReport, RestartRound, run_watch_restarts
     from kubesim.sim.simulation import (
         Simulation,
@@ -65,8 +66,9 @@ __version__ = "0.1.0"
 # Imported on first use (kubesim._lazy): pytest imports this package in every run where kubesim
 # is installed (the plugin), so `import kubesim` must not pull in the server or the simulation.
 _EXPORTS = {
-    "APIServer": "kubesim.server.apiserver",
+    "APIServer": "kubesim.apiserver.server",
     "ChoiceSource": "kubesim._core",
+    "Cluster": "kubesim.cluster.cluster",
     "Exploration": "kubesim.sched.explore",
     "Found": "kubesim.sched.explore",
     "HTTPTransport": "kubesim.transport.http",
@@ -75,14 +77,14 @@ _EXPORTS = {
     "MemorySampler": "kubesim.checks.memory",
     "MemoryViolation": "kubesim.checks.memory",
     "RaceViolation": "kubesim.checks.races",
-    "ResourceType": "kubesim.server.resources",
+    "ResourceType": "kubesim.apiserver.resources",
     "RestartReport": "kubesim.sim.restarts",
     "RestartRound": "kubesim.sim.restarts",
     "SeededChoices": "kubesim._core",
     "ServerVersions": "kubesim.checks.races",
     "Simulation": "kubesim.sim.simulation",
     "SimulationStopped": "kubesim.sim.simulation",
-    "StatusError": "kubesim.server.status",
+    "StatusError": "kubesim.apiserver.status",
     "StoreBlockedOutsideSimulation": "kubesim.sim.simulation",
     "StoreCrashed": "kubesim.sim.simulation",
     "Trace": "kubesim._core",
@@ -91,7 +93,7 @@ _EXPORTS = {
     "check_reads_match_server": "kubesim.checks.races",
     "check_snapshot_consistency": "kubesim.checks.races",
     "controlled_server": "kubesim.sim.threads",
-    "custom_resource": "kubesim.server.resources",
+    "custom_resource": "kubesim.apiserver.resources",
     "explore": "kubesim.sched.explore",
     "kubernetes_asyncio_client": "kubesim.transport.kubernetes_asyncio_client",
     "kubernetes_client": "kubesim.transport.kubernetes_client",
@@ -107,6 +109,7 @@ __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "APIServer",
     "ChoiceSource",
+    "Cluster",
     "Exploration",
     "Found",
     "HTTPTransport",

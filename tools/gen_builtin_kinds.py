@@ -1,4 +1,4 @@
-"""Generate kubesim/server/builtin_kinds.py from the official Python client's API classes.
+"""Generate kubesim/apiserver/builtin_kinds.py from the official Python client's API classes.
 
 Every stable built-in resource of the Kubernetes release the client targets, with what the
 client's generated code knows about it: group, version, kind, plural, whether it is namespaced,
@@ -195,7 +195,7 @@ def render(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = Path(__file__).parents[1] / "kubesim/server/builtin_kinds.py"
+    default = Path(__file__).parents[1] / "kubesim/apiserver/builtin_kinds.py"
     parser.add_argument("--out", type=Path, default=default)
     args = parser.parse_args()
     import kubernetes

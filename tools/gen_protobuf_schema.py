@@ -1,4 +1,4 @@
-"""Generate kubesim/server/protobuf_schema.json from Kubernetes' own protobuf definitions.
+"""Generate kubesim/apiserver/protobuf_schema.json from Kubernetes' own protobuf definitions.
 
 kube-apiserver accepts request bodies in its protobuf encoding (``application/vnd.kubernetes
 .protobuf``), and kubectl 1.32+ sends them for built-in kinds. The field numbers and types come
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).parents[1] / "kubesim/server/protobuf_schema.json",
+        default=Path(__file__).parents[1] / "kubesim/apiserver/protobuf_schema.json",
     )
     args = parser.parse_args()
     files = sorted(

@@ -1,4 +1,4 @@
-"""Generate kubesim/server/rbac_bootstrap_policy.json from kube-apiserver's bootstrap policy.
+"""Generate kubesim/cluster/rbac_bootstrap_policy.json from kube-apiserver's bootstrap policy.
 
 kube-apiserver writes its RBAC bootstrap policy as it starts: the ``admin``, ``edit`` and
 ``view`` roles and what they aggregate, the components' ``system:*`` roles, one role per
@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        default=Path(__file__).resolve().parents[1] / "kubesim/server/rbac_bootstrap_policy.json",
+        default=Path(__file__).resolve().parents[1] / "kubesim/cluster/rbac_bootstrap_policy.json",
     )
     args = parser.parse_args()
     document = policy(args.testdata, args.source)

@@ -37,6 +37,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from typing import Any
 
+from kubesim.apiserver.server import APIServer
+from kubesim.apiserver.storage import DELETED, Event, Key
 from kubesim.checks._objects import (
     ABSENT,
     Path,
@@ -54,8 +56,6 @@ from kubesim.checks._objects import (
     uid_of,
 )
 from kubesim.checks._objects import containers as _containers
-from kubesim.server.apiserver import APIServer
-from kubesim.server.storage import DELETED, Event, Key
 
 __all__ = [
     "IsolationMonitor",

@@ -8,10 +8,11 @@ with ``gc.get_referents`` and exact per-type walks, and sums ``sys.getsizeof`` o
 
 The walk *stops* (does not count, does not enter) at:
 
-- kubesim's harness: instances of classes defined in ``kubesim.server``, ``kubesim.sim``,
-  ``kubesim._core``, ``kubesim.transport``, ``kubesim.checks``, ``kubesim.cli`` (the API
-  server and everything it owns, the Simulation, the in-process PoolManager and sessions, the
-  clock, the trace), and the scheduler itself (``kubesim.sched.scheduler``: its thread
+- kubesim's harness: instances of classes defined in ``kubesim.apiserver`` (and the
+  ``admission``, ``cluster`` and ``wire`` packages around it), ``kubesim.sim``,
+  ``kubesim._core``, ``kubesim.transport``, ``kubesim.checks``, ``kubesim.cli`` (the API server
+  and everything it owns, the Simulation, the in-process PoolManager and sessions, the clock,
+  the trace), and the scheduler itself (``kubesim.sched.scheduler``: its thread
   records, which an adopted thread's ``run`` refers to). ``kubesim.sched`` primitives are
   walked: a store uses them in place of its own locks and queues, so what it puts in them is
   its own.
@@ -41,7 +42,10 @@ from dataclasses import dataclass
 
 # Harness packages whose objects are never the store's (see the module docstring).
 HARNESS_PACKAGES: tuple[str, ...] = (
-    "kubesim.server",
+    "kubesim.apiserver",
+    "kubesim.admission",
+    "kubesim.cluster",
+    "kubesim.wire",
     "kubesim.sim",
     "kubesim._core",
     "kubesim.transport",

@@ -15,8 +15,9 @@ import threading
 import time
 
 from kubesim._core import VirtualClock
-from kubesim.server.apiserver import DEFAULT_HISTORY_WINDOW, APIServer
-from kubesim.server.root_ca import PLAIN_HTTP_PLACEHOLDER
+from kubesim.apiserver.server import DEFAULT_HISTORY_WINDOW, APIServer
+from kubesim.cluster import Cluster
+from kubesim.cluster.root_ca import PLAIN_HTTP_PLACEHOLDER
 from kubesim.transport.http import HTTPTransport, write_kubeconfig
 
 # How often virtual time catches up with the wall clock (firing watch timeouts and bookmarks).
@@ -91,7 +92,7 @@ def _build_server(
 ) -> APIServer:
     from kubesim.cli.arguments import seed as _seed
 
-    api = APIServer(
+    api = Cluster(
         seed=_seed(args.seed),
         clock=VirtualClock(epoch=started_at),
         history_window=args.history_window or DEFAULT_HISTORY_WINDOW,

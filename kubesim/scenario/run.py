@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesim.apiserver.server import APIServer
 from kubesim.checks.recording import (
     Observed,
     Read,
@@ -40,7 +41,6 @@ from kubesim.checks.recording import (
 )
 from kubesim.scenario.steps import Key, Step
 from kubesim.sched.strategies import Preemptions
-from kubesim.server.apiserver import APIServer
 from kubesim.sim.store import FactoryFailed
 from kubesim.workload.pods import make_pod
 
@@ -826,8 +826,8 @@ class ScenarioRun:
         """
         if "expects" not in self.recording.hooks or self.store is None:
             return
+        from kubesim.apiserver.encoding import loads
         from kubesim.checks.effects import Expected
-        from kubesim.server.encoding import loads
 
         versions = self.recording.versions
         if versions is None:

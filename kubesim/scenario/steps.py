@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from kubesim.server.apiserver import APIServer
+from kubesim.apiserver.server import APIServer
 from kubesim.workload.pods import make_pod
 
 Key = tuple[str, str]
@@ -606,13 +606,13 @@ class SilenceWatches(Step):
 class ChangeServerVersion(Step):
     """The API server is now release ``version`` (an upgrade or a rollback under the store):
     the in-stream expiry's reason, bookmarks and watch-list as it has them
-    (:mod:`kubesim.server.versions`)."""
+    (:mod:`kubesim.apiserver.versions`)."""
 
     version: str = "1.17"
     kind: ClassVar[str] = "server-version"
 
     def apply(self, world: World) -> str:
-        from kubesim.server.versions import server_version
+        from kubesim.apiserver.versions import server_version
 
         profile = server_version(self.version)
         profile.apply(world.server)

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from kubesim._core import SeededChoices, Trace, VirtualClock
+from kubesim.apiserver.server import APIServer
 from kubesim.sched.errors import ThreadCrashed
 from kubesim.sched.scheduler import (
     DEFAULT_HANDOFF_TIMEOUT,
@@ -34,7 +35,6 @@ from kubesim.sched.scheduler import (
     State,
 )
 from kubesim.sched.strategies import Preemptions, Strategy
-from kubesim.server.apiserver import APIServer
 from kubesim.sim.threads import ScheduledWait, make_atomic
 
 __all__ = [
@@ -102,7 +102,7 @@ class Simulation:
     get a scheduling point at every opcode or line (``granularity``); ``max_steps`` bounds the
     scheduling points of one settle; ``stuck_after`` (wall seconds) is how long a store thread
     may sit still outside the simulation before it is reported; every other keyword goes to
-    the :class:`~kubesim.server.apiserver.APIServer`.
+    the :class:`~kubesim.apiserver.server.APIServer`.
 
     Failures end the simulation and are raised once, by the call that ran into them:
     :class:`StoreCrashed`, :class:`StoreBlockedOutsideSimulation`, or the scheduler's

@@ -9,7 +9,7 @@ lets the scheduler jump the clock instead of reporting a deadlock.
 thread is ever preempted while it holds the server's lock, so no other thread (nor a timer
 callback fired while every thread waits) can find the lock taken.
 
-:func:`controlled_server` builds an :class:`~kubesim.server.apiserver.APIServer` wired both
+:func:`controlled_server` builds an :class:`~kubesim.apiserver.server.APIServer` wired both
 ways, on the scheduler's clock.
 """
 
@@ -19,11 +19,11 @@ import _thread
 from typing import Any
 
 from kubesim._core import SeededChoices, VirtualClock
+from kubesim.apiserver.server import APIServer, AutojumpWait
+from kubesim.apiserver.watch import WatchStream
 from kubesim.sched import patches
 from kubesim.sched import scheduler as _sched
 from kubesim.sched.scheduler import Scheduler, Waitable
-from kubesim.server.apiserver import APIServer, AutojumpWait
-from kubesim.server.watch import WatchStream
 
 
 class _ServerChanges(Waitable):

@@ -37,7 +37,7 @@ from kubesim.testing.marks import (
 )
 
 if TYPE_CHECKING:
-    from kubesim.server.apiserver import APIServer
+    from kubesim.apiserver.server import APIServer
     from kubesim.sim.simulation import Simulation
 
 # Where a failed store test leaves its replay command, for pytest_runtest_makereport.
@@ -189,7 +189,7 @@ def kubesim_seed(request: pytest.FixtureRequest) -> int:
 @pytest.fixture
 def kubesim_server(kubesim_seed: int) -> APIServer:
     """A fresh fake API server, seeded with ``--kubesim-seed``."""
-    from kubesim.server.apiserver import APIServer
+    from kubesim.apiserver.server import APIServer
 
     return APIServer(seed=kubesim_seed)
 

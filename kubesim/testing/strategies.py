@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from hypothesis import strategies as st
 
+from kubesim.apiserver.versions import NEWEST, SERVER_VERSIONS
 from kubesim.scenario.steps import (
     KINDS,
     LABEL_KEYS,
@@ -53,7 +54,6 @@ from kubesim.scenario.steps import (
     StopStore,
     UpdatePodStatus,
 )
-from kubesim.server.versions import NEWEST, SERVER_VERSIONS
 
 # Versions a scenario may switch the server to: every profile but the newest (the default).
 OLDER_VERSIONS = [name for name in SERVER_VERSIONS if name != NEWEST]

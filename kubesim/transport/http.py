@@ -29,13 +29,13 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kubesim.server import reviews
-from kubesim.server.apiserver import APIServer
-from kubesim.server.encoding import dumps
-from kubesim.server.live import LiveWait
-from kubesim.server.routes import MAX_BODY_BYTES, Request, handle
-from kubesim.server.status import bad_request, too_large_entity, unauthorized
-from kubesim.server.watch import WatchDropped, WatchStream
+from kubesim.apiserver import reviews
+from kubesim.apiserver.encoding import dumps
+from kubesim.apiserver.live import LiveWait
+from kubesim.apiserver.server import APIServer
+from kubesim.apiserver.status import bad_request, too_large_entity, unauthorized
+from kubesim.apiserver.watch import WatchDropped, WatchStream
+from kubesim.wire.routes import MAX_BODY_BYTES, Request, handle
 
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # How often the accept loop checks for close(); the stdlib default (0.5 s) makes every close slow.

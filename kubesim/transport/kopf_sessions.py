@@ -20,7 +20,7 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-from kubesim.server.apiserver import APIServer
+from kubesim.apiserver.server import APIServer
 from kubesim.transport.kubernetes_asyncio_client import _AiohttpShim
 
 KOPF_AUTH = "kopf._cogs.clients.auth"

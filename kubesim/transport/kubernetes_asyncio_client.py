@@ -4,7 +4,7 @@
 in ``RESTClientObject.request`` and hands it to ``rest_client.pool_manager.request(method=...,
 url=..., headers=..., timeout=aiohttp.ClientTimeout, data=str | bytes)``, an
 ``aiohttp.ClientSession``. :class:`FakeSession` stands in for that session and maps each request
-onto :func:`kubesim.server.routes.handle`. Its :class:`FakeResponse` has the part of
+onto :func:`kubesim.wire.routes.handle`. Its :class:`FakeResponse` has the part of
 ``aiohttp.ClientResponse`` the client touches: ``status``, ``reason``, ``headers`` (case
 insensitive), ``await read()/text()/json()``, ``release()``, ``close()``, and ``content``, a
 :class:`FakeStreamReader` with ``readline()`` (what ``kubernetes_asyncio.watch.Watch`` reads),
@@ -73,10 +73,10 @@ import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from kubesim.server.apiserver import APIServer
-from kubesim.server.live import ClockFollower
-from kubesim.server.routes import Request, handle
-from kubesim.server.watch import StreamServer, WatchDropped, WatchStream
+from kubesim.apiserver.live import ClockFollower
+from kubesim.apiserver.server import APIServer
+from kubesim.apiserver.watch import StreamServer, WatchDropped, WatchStream
+from kubesim.wire.routes import Request, handle
 
 _dumps = json.dumps  # FakeSession.request's ``json`` argument shadows the module there
 
@@ -476,7 +476,7 @@ class FakeSession:
         response = handle(self.server, request)
         if response.wait and follower is None:
             # On virtual time the client waits as long as the watch cache did, then gets what
-            # the cache says by then (kubesim.server.routes.Response.wait).
+            # the cache says by then (kubesim.wire.routes.Response.wait).
             await asyncio.sleep(response.wait)
             response = handle(self.server, request, waited=True)
         return FakeResponse(

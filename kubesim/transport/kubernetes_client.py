@@ -2,15 +2,15 @@
 
 The client builds every request itself (URL, query encoding, JSON body, patch content type)
 and hands it to ``ApiClient.rest_client.pool_manager.request(...)``. Replacing that one
-object with :class:`PoolManager` routes requests into :func:`kubesim.server.routes.handle`
+object with :class:`PoolManager` routes requests into :func:`kubesim.wire.routes.handle`
 and returns urllib3-shaped responses, so everything above the pool manager, ``Watch().stream``
 included, runs unchanged (the pool manager is the narrowest seam the client has: below it only
 urllib3; verified on kubernetes 29 to 37).
 
-A watch response streams lines from a :class:`~kubesim.server.watch.WatchStream`. When no line
+A watch response streams lines from a :class:`~kubesim.apiserver.watch.WatchStream`. When no line
 is ready the read blocks through the server's wait policy: in a simulation that parks the
 store's thread and lets virtual time move; outside one (the default
-:class:`~kubesim.server.live.LiveWait`) it waits until another thread writes, with virtual time
+:class:`~kubesim.apiserver.live.LiveWait`) it waits until another thread writes, with virtual time
 following the wall clock, as against a live server. Before each request the transport brings
 virtual time up to date (``wait_policy.catch_up``, when the policy has one).
 
@@ -34,10 +34,10 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kubesim.server.apiserver import APIServer
-from kubesim.server.encoding import dumps
-from kubesim.server.routes import Request, handle
-from kubesim.server.watch import WatchDropped, WatchReadTimeout, WatchStream
+from kubesim.apiserver.encoding import dumps
+from kubesim.apiserver.server import APIServer
+from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
+from kubesim.wire.routes import Request, handle
 
 DEFAULT_HOST = "http://kubesim.invalid"
 

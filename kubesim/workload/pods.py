@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim._core import ChoiceSource, choose
-from kubesim.server.apiserver import APIServer
+from kubesim.apiserver.server import APIServer
 
 JSON = dict[str, Any]
 

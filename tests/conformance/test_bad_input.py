@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.server.selectors import LabelSelector, SelectorError
+from kubesim.apiserver.selectors import LabelSelector, SelectorError
 
 from .objects import configmap, configmaps, pod, pods
 from .wire import HANG_GUARD_SECONDS, Endpoint, query

@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 import kubesim
 from kubesim import APIServer, HTTPTransport
-from kubesim.server.encoding import loads
+from kubesim.apiserver.encoding import loads
 from kubesim.transport.http import write_kubeconfig
 from kubesim.workload import make_pod
 
@@ -332,7 +332,7 @@ def test_a_server_that_names_managers_as_a_cluster_does_records_the_clients_user
     ],
 )
 def test_the_manager_is_the_user_agent_up_to_its_first_slash(user_agent: str, manager: str) -> None:
-    from kubesim.server.managed_fields import manager_from_user_agent
+    from kubesim.apiserver.managed_fields import manager_from_user_agent
 
     assert manager_from_user_agent(user_agent) == manager
 
@@ -383,7 +383,7 @@ def test_serve_publishes_a_root_ca_config_map_unless_it_runs_no_controllers(
 
     from serve_process import serve
 
-    from kubesim.server.root_ca import PLAIN_HTTP_PLACEHOLDER
+    from kubesim.cluster.root_ca import PLAIN_HTTP_PLACEHOLDER
 
     with serve(tmp_path, "--nodes", "0", *flags, banner_lines=1, timeout=30) as banner:
         url = banner[0].split()[-1]

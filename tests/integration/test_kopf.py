@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer, HTTPTransport
-from kubesim.server.resources import ResourceType
-from kubesim.server.watch import WatchStream
+from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.watch import WatchStream
 from kubesim.transport.http import write_kubeconfig
 from kubesim.workload import make_pod
 

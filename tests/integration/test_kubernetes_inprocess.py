@@ -18,7 +18,7 @@ from kubernetes.client.rest import ApiException
 
 import kubesim
 from kubesim import APIServer
-from kubesim.server.apiserver import AutojumpWait
+from kubesim.apiserver.server import AutojumpWait
 from kubesim.workload import make_pod
 
 

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from serve_process import serve
 
+from kubesim.apiserver.server import APIServer
 from kubesim.cli.main import main
-from kubesim.server.apiserver import APIServer
+from kubesim.cluster import Cluster
 from kubesim.transport.http import HTTPTransport
 
 pytest.importorskip("cryptography")
@@ -319,7 +320,7 @@ def test_kubectl_gets_pods_from_the_tls_and_token_server_via_the_kubeconfig(
 
 
 def test_without_token_anonymous_requests_pass_and_bad_bearer_tokens_are_refused() -> None:
-    api = APIServer(seed=1, service_accounts=True)
+    api = Cluster(seed=1, service_accounts=True)
     with HTTPTransport(api) as served:
 
         def get(headers: dict[str, str]) -> int:

@@ -13,7 +13,7 @@ from kubernetes import client, watch
 
 import kubesim
 from kubesim import APIServer
-from kubesim.server.apiserver import AutojumpWait
+from kubesim.apiserver.server import AutojumpWait
 from kubesim.workload import make_pod
 
 

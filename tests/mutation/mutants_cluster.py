@@ -12,7 +12,7 @@ ROOT_CA = "tests/unit/test_root_ca.py"
 MUTANTS = [
     dict(
         name="scheduler-ignores-node-selector",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old="any(labels.get(k) != v for k, v in selector.items())",
         new="False",
         tests=[f"{KUBELET}::test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits"],
@@ -20,7 +20,7 @@ MUTANTS = [
     ),
     dict(
         name="scheduler-packs-the-busiest-node",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old="chosen = min(fits, key=lambda name: (load[name], name))",
         new="chosen = max(fits, key=lambda name: (load[name], name))",
         tests=[f"{KUBELET}::test_the_scheduler_spreads_pods_over_the_nodes_with_the_fewest"],
@@ -28,7 +28,7 @@ MUTANTS = [
     ),
     dict(
         name="kubelet-starts-a-replaced-pod-early",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old="if self._starting.get(key) != uid:",
         new="if key not in self._starting:",
         tests=[f"{KUBELET}::test_a_pod_deleted_or_replaced_before_it_starts_is_not_started_twice"],
@@ -36,7 +36,7 @@ MUTANTS = [
     ),
     dict(
         name="collector-ignores-other-owners",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old='if any(r.get("uid") != owner_uid and self._exists(r, key[0]) for r in refs):',
         new="if False:",
         tests=[
@@ -46,7 +46,7 @@ MUTANTS = [
     ),
     dict(
         name="replica-set-deletes-ready-pods-first",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old="                    is_ready(pod),\n",
         new="                    not is_ready(pod),\n",
         tests=[f"{WORKLOADS}::test_scaling_creates_and_deletes_pods_the_not_ready_first"],
@@ -54,7 +54,7 @@ MUTANTS = [
     ),
     dict(
         name="endpoints-list-unready-pods-as-ready",
-        path="kubesim/server/endpoints.py",
+        path="kubesim/cluster/endpoints.py",
         old="(ready if _ready(pod) else not_ready).append(address)",
         new="ready.append(address)",
         tests=[f"{ENDPOINTS}::test_readiness_relabelling_and_deletion_move_the_addresses"],
@@ -62,7 +62,7 @@ MUTANTS = [
     ),
     dict(
         name="pods-deleted-without-grace",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old="period = self._nodes.grace_period(current.obj, grace)",
         new="period = 0",
         tests=[f"{KUBELET}::test_a_running_pod_is_deleted_gracefully_by_its_kubelet"],
@@ -70,7 +70,7 @@ MUTANTS = [
     ),
     dict(
         name="terminating-endpoints-not-marked",
-        path="kubesim/server/endpoints.py",
+        path="kubesim/cluster/endpoints.py",
         old='"terminating": terminating,',
         new='"terminating": False,',
         tests=[
@@ -80,7 +80,7 @@ MUTANTS = [
     ),
     dict(
         name="statefulset-makes-pods-out-of-order",
-        path="kubesim/server/statefulsets.py",
+        path="kubesim/cluster/statefulsets.py",
         old="elif ordered and (deleting(pod) or not is_ready(pod)):",
         new="elif False:",
         tests=[
@@ -90,7 +90,7 @@ MUTANTS = [
     ),
     dict(
         name="statefulset-rolls-from-the-lowest-ordinal",
-        path="kubesim/server/statefulsets.py",
+        path="kubesim/cluster/statefulsets.py",
         old="for ordinal in sorted(wanted, reverse=True):",
         new="for ordinal in sorted(wanted):",
         tests=[
@@ -100,7 +100,7 @@ MUTANTS = [
     ),
     dict(
         name="daemonset-ignores-the-node-selector",
-        path="kubesim/server/daemonsets.py",
+        path="kubesim/cluster/daemonsets.py",
         old="if deleting(stored.obj) or not fits_node(probe, stored.obj):",
         new="if deleting(stored.obj):",
         tests=[f"{DAEMONSETS}::test_the_node_selector_picks_nodes_and_a_relabel_moves_the_pods"],
@@ -108,7 +108,7 @@ MUTANTS = [
     ),
     dict(
         name="scheduler-ignores-required-affinity",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old='terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]',
         new="terms = []",
         tests=[f"{DAEMONSETS}::test_required_node_affinity_decides_where_a_pod_fits"],
@@ -116,7 +116,7 @@ MUTANTS = [
     ),
     dict(
         name="token-review-trusts-any-signature",
-        path="kubesim/server/reviews.py",
+        path="kubesim/apiserver/reviews.py",
         old="if not hmac.compare_digest(signature, expected) or not isinstance(claims, dict):",
         new="if not isinstance(claims, dict):",
         tests=[
@@ -127,7 +127,7 @@ MUTANTS = [
     ),
     dict(
         name="default-tolerations-ignore-what-the-pod-tolerates",
-        path="kubesim/server/tolerations.py",
+        path="kubesim/admission/tolerations.py",
         old='t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)',
         new="False",
         tests=[
@@ -138,7 +138,7 @@ MUTANTS = [
     ),
     dict(
         name="apply-removes-the-map-it-applies-into",
-        path="kubesim/server/managed_fields.py",
+        path="kubesim/apiserver/managed_fields.py",
         old="kept = {path[:end] for path in applying | others for end in range(1, len(path) + 1)}",
         new="kept = applying | others",
         tests=[
@@ -149,7 +149,7 @@ MUTANTS = [
     ),
     dict(
         name="metrics-list-pods-that-do-not-run",
-        path="kubesim/server/metrics.py",
+        path="kubesim/cluster/metrics.py",
         old='if _running(pod) and (namespace is None or pod["metadata"]["namespace"] == namespace)',
         new='if (namespace is None or pod["metadata"]["namespace"] == namespace)',
         tests=[
@@ -160,7 +160,7 @@ MUTANTS = [
     ),
     dict(
         name="eviction-ignores-the-budget",
-        path="kubesim/server/disruption.py",
+        path="kubesim/cluster/disruption.py",
         old="if allowed == 0:\n        raise _too_many(",
         new="if False:\n        raise _too_many(",
         tests=[
@@ -171,7 +171,7 @@ MUTANTS = [
     ),
     dict(
         name="scheduler-binds-to-cordoned-nodes",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old='if not _dict(node.get("spec")).get("unschedulable"):',
         new="if True:",
         tests=[f"{KUBELET}::test_a_cordoned_node_gets_only_pods_that_tolerate_it_until_uncordoned"],
@@ -179,7 +179,7 @@ MUTANTS = [
     ),
     dict(
         name="metadata-watch-sends-whole-objects",
-        path="kubesim/server/routes.py",
+        path="kubesim/wire/routes.py",
         old="""        return replace(
             response, body=partial_metadata.PartialMetadataWatchStream(body, conversion_asked)
         )""",
@@ -192,7 +192,7 @@ MUTANTS = [
     ),
     dict(
         name="secret-string-data-is-stored",
-        path="kubesim/server/defaults.py",
+        path="kubesim/apiserver/defaults.py",
         old='string_data = obj.pop("stringData", None)',
         new='string_data = obj.get("stringData")',
         tests=[
@@ -203,7 +203,7 @@ MUTANTS = [
     ),
     dict(
         name="service-cluster-ip-may-change",
-        path="kubesim/server/services.py",
+        path="kubesim/apiserver/services.py",
         old="if old_ips and new_ips and isinstance(new_ips, list) and new_ips[0] != old_ips[0]:",
         new="if False:",
         tests=["tests/unit/test_services.py::test_the_primary_address_may_not_change_once_set"],
@@ -211,7 +211,7 @@ MUTANTS = [
     ),
     dict(
         name="apply-forgives-every-manager",
-        path="kubesim/server/managed_fields.py",
+        path="kubesim/apiserver/managed_fields.py",
         old="if manager == KUBECTL and live is not None else set()",
         new="if live is not None else set()",
         tests=[
@@ -222,7 +222,7 @@ MUTANTS = [
     ),
     dict(
         name="struct-decoding-takes-a-string-for-a-map",
-        path="kubesim/server/struct_decoding.py",
+        path="kubesim/apiserver/struct_decoding.py",
         old='"map": isinstance(value, dict),',
         new='"map": True,',
         tests=[
@@ -233,7 +233,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-serves-its-storage-version-alone",
-        path="kubesim/server/crds.py",
+        path="kubesim/apiserver/crds.py",
         old="    return [stored, *views]",
         new="    return [stored]",
         tests=[
@@ -244,7 +244,7 @@ MUTANTS = [
     ),
     dict(
         name="deprecated-versions-do-not-warn",
-        path="kubesim/server/routes.py",
+        path="kubesim/wire/routes.py",
         old="    deprecation = (target.view or target.resource).deprecation_warning\n",
         new="    deprecation = None\n",
         tests=["tests/conformance/test_crds.py::test_deprecated_built_in_versions_warn"],
@@ -252,7 +252,7 @@ MUTANTS = [
     ),
     dict(
         name="priority-class-without-preemption-policy",
-        path="kubesim/server/defaults.py",
+        path="kubesim/apiserver/defaults.py",
         old='    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")\n',
         new="",
         tests=[
@@ -263,7 +263,7 @@ MUTANTS = [
     ),
     dict(
         name="openapi-v2-json-refused",
-        path="kubesim/server/openapi_v2.py",
+        path="kubesim/wire/openapi_v2.py",
         old='        if media in ("*/*", "application/*", JSON_TYPE):\n',
         new="        if False:\n",
         tests=["tests/unit/test_openapi.py::test_v2_is_swagger_json_by_default"],
@@ -271,7 +271,7 @@ MUTANTS = [
     ),
     dict(
         name="node-lifecycle-ignores-lease-renewals",
-        path="kubesim/server/node_lifecycle.py",
+        path="kubesim/cluster/node_lifecycle.py",
         old='            self._observe(event.key[1], ("lease", renewed))',
         new="            pass",
         tests=[
@@ -282,7 +282,7 @@ MUTANTS = [
     ),
     dict(
         name="taint-eviction-ignores-toleration-seconds",
-        path="kubesim/server/node_lifecycle.py",
+        path="kubesim/cluster/node_lifecycle.py",
         old="        wait = max(0, min(int(s) for s in seconds if s is not None))",
         new="        wait = 0",
         tests=[
@@ -293,7 +293,7 @@ MUTANTS = [
     ),
     dict(
         name="scheduler-ignores-taints",
-        path="kubesim/server/kubelet.py",
+        path="kubesim/cluster/kubelet.py",
         old="            taint = untolerated_taint(pod, node)",
         new="            taint = None",
         tests=[
@@ -304,7 +304,7 @@ MUTANTS = [
     ),
     dict(
         name="impersonation-headers-ignored",
-        path="kubesim/server/routes.py",
+        path="kubesim/wire/routes.py",
         old="    return reviews.impersonated(",
         new="    return user or reviews.impersonated(",
         tests=[
@@ -314,7 +314,7 @@ MUTANTS = [
     ),
     dict(
         name="scale-dry-run-stored",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old="stored = self._update(resource, namespace, name, wanted, None, dry_run=dry_run)",
         new="stored = self._update(resource, namespace, name, wanted, None)",
         tests=[
@@ -325,7 +325,7 @@ MUTANTS = [
     ),
     dict(
         name="workload-selector-not-checked",
-        path="kubesim/server/validation.py",
+        path="kubesim/apiserver/validation.py",
         old="    if not parsed.requirements() or parsed.matches(labels):",
         new="    if True:",
         tests=[
@@ -336,7 +336,7 @@ MUTANTS = [
     ),
     dict(
         name="orphan-policy-cascades",
-        path="kubesim/server/propagation.py",
+        path="kubesim/apiserver/propagation.py",
         old="return kept + [ORPHAN_FINALIZER] * orphan + [FOREGROUND_FINALIZER] * foreground",
         new="return kept + [FOREGROUND_FINALIZER] * foreground",
         tests=[
@@ -347,7 +347,7 @@ MUTANTS = [
     ),
     dict(
         name="foreground-delete-does-not-wait",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old="if not any(self._blocks(dependent, uid) for dependent in dependents):",
         new="if True:",
         tests=[
@@ -358,7 +358,7 @@ MUTANTS = [
     ),
     dict(
         name="rollback-template-zero-values-differ",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old='return {k: v for k, v in kept.items() if v not in (None, False, 0, "", {}, [])}',
         new="return kept",
         tests=[
@@ -369,7 +369,7 @@ MUTANTS = [
     ),
     dict(
         name="daemonset-ignores-no-execute",
-        path="kubesim/server/daemonsets.py",
+        path="kubesim/cluster/daemonsets.py",
         old='if untolerated_taint(probe, stored.obj, ("NoExecute",)) is None:',
         new="if True:",
         tests=[
@@ -380,7 +380,7 @@ MUTANTS = [
     ),
     dict(
         name="collector-leaves-dangling-references",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old="            self._drop_owner((resource, key), owner_uid)\n            return",
         new="            return",
         tests=[
@@ -390,7 +390,7 @@ MUTANTS = [
     ),
     dict(
         name="root-ca-never-recreated",
-        path="kubesim/server/root_ca.py",
+        path="kubesim/cluster/root_ca.py",
         old="    elif (\n        event.key[1] == CONFIG_MAP_NAME",
         new="    elif (\n        False",
         tests=[f"{ROOT_CA}::test_a_deleted_config_map_is_made_again"],
@@ -398,7 +398,7 @@ MUTANTS = [
     ),
     dict(
         name="root-ca-changes-left-alone",
-        path="kubesim/server/root_ca.py",
+        path="kubesim/cluster/root_ca.py",
         old='if obj.get("data") == data and annotations.get(DESCRIPTION_ANNOTATION):',
         new="if True:",
         tests=[
@@ -408,7 +408,7 @@ MUTANTS = [
     ),
     dict(
         name="root-ca-written-into-terminating-namespace",
-        path="kubesim/server/root_ca.py",
+        path="kubesim/cluster/root_ca.py",
         old='if stored is None or stored.obj["metadata"].get("deletionTimestamp"):',
         new="if stored is None:",
         tests=[f"{ROOT_CA}::test_a_namespace_being_deleted_gets_no_new_config_map"],
@@ -416,7 +416,7 @@ MUTANTS = [
     ),
     dict(
         name="controller-refusal-not-retried",
-        path="kubesim/server/retries.py",
+        path="kubesim/cluster/retries.py",
         old="        server.clock.call_later(delay, again)",
         new="        pass",
         tests=[
@@ -426,7 +426,7 @@ MUTANTS = [
     ),
     dict(
         name="controller-refusal-reaches-the-client",
-        path="kubesim/server/retries.py",
+        path="kubesim/cluster/retries.py",
         old="    except st.StatusError as exc:",
         new="    except ZeroDivisionError as exc:",
         tests=[
@@ -436,7 +436,7 @@ MUTANTS = [
     ),
     dict(
         name="token-mounted-despite-automount-false",
-        path="kubesim/server/service_accounts.py",
+        path="kubesim/admission/service_accounts.py",
         old="    if _automounts(account, spec):",
         new="    if True:",
         tests=[
@@ -447,7 +447,7 @@ MUTANTS = [
     ),
     dict(
         name="token-mount-over-a-container-s-own",
-        path="kubesim/server/service_accounts.py",
+        path="kubesim/admission/service_accounts.py",
         old="if isinstance(container, dict) and not _mounts_token_path(container):",
         new="if isinstance(container, dict):",
         tests=[
@@ -458,7 +458,7 @@ MUTANTS = [
     ),
     dict(
         name="create-takes-a-sent-resource-version",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old="        if not dry_run and _nonzero_resource_version(sent_rv):",
         new="        if False:",
         tests=[
@@ -469,7 +469,7 @@ MUTANTS = [
     ),
     dict(
         name="created-resource-version-last-in-metadata",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old=(
             '        meta["resourceVersion"] = sent_rv if dry_run and isinstance(sent_rv, str)'
             ' else ""\n'
@@ -483,7 +483,7 @@ MUTANTS = [
     ),
     dict(
         name="dry-run-without-managed-fields",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old="        if self.field_manager is not None and event_type != DELETED:",
         new="        if self.field_manager is not None and event_type != DELETED and not dry_run:",
         tests=[
@@ -494,7 +494,7 @@ MUTANTS = [
     ),
     dict(
         name="discovery-groups-alphabetical",
-        path="kubesim/server/discovery.py",
+        path="kubesim/wire/discovery.py",
         old="    return sorted(_groups(resources).items(), key=order)",
         new="    return sorted(_groups(resources).items())",
         tests=[
@@ -505,7 +505,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-apiservice-left-behind",
-        path="kubesim/server/api_services.py",
+        path="kubesim/cluster/api_services.py",
         old="    for name in sorted(set(registered) - names):",
         new="    for name in []:",
         tests=[
@@ -516,7 +516,7 @@ MUTANTS = [
     ),
     dict(
         name="local-apiservice-not-available",
-        path="kubesim/server/api_services.py",
+        path="kubesim/cluster/api_services.py",
         old='    if isinstance(spec, dict) and spec.get("service") is None:',
         new="    if False:",
         tests=[
@@ -527,7 +527,7 @@ MUTANTS = [
     ),
     dict(
         name="apiservice-name-not-checked",
-        path="kubesim/server/validation.py",
+        path="kubesim/apiserver/validation.py",
         old="    if isinstance(name, str) and name and name != wanted:",
         new="    if False:",
         tests=[

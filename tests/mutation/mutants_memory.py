@@ -35,7 +35,7 @@ MUTANTS = [
     {
         "name": "walk-enters-the-server",
         "path": "kubesim/checks/retained.py",
-        "old": '    "kubesim.server",\n',
+        "old": '    "kubesim.apiserver",\n',
         "new": "",
         "tests": [f"{ORACLE}::test_retained_memory_is_counted_once_and_stops_at_the_harness"],
         "why": "what the API server keeps must never be charged to the store",

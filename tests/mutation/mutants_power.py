@@ -117,7 +117,7 @@ MUTANTS = [
     ),
     dict(
         name="old-servers-say-expired",
-        path="kubesim/server/versions.py",
+        path="kubesim/apiserver/versions.py",
         old="            server.expired_reason = self.expired_reason",
         new='            server.expired_reason = "Expired"',
         tests=[f"{POWER}test_an_older_server_says_gone_and_a_store_that_knows_only_expired_loops"],

@@ -94,7 +94,7 @@ MUTANTS = [
     },
     {
         "name": "injected-failures-never-served",
-        "path": "kubesim/server/routes.py",
+        "path": "kubesim/wire/routes.py",
         "old": "            if injected is not None:",
         "new": "            if False:",
         "tests": [
@@ -105,7 +105,7 @@ MUTANTS = [
     },
     {
         "name": "stalled-cache-lists-are-fresh",
-        "path": "kubesim/server/apiserver.py",
+        "path": "kubesim/apiserver/server.py",
         "old": "if stalled_at is not None and rv is not None and (rv == 0 or not exact):",
         "new": "if False:",
         "tests": [

@@ -6,7 +6,7 @@ APISERVER = "tests/unit/test_apiserver.py"
 MUTANTS = [
     dict(
         name="slow-consumer-never-closed",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old=(
             '"Forcing watcher close due to unresponsiveness".\n'
             "            self.end(WatchEnd.CLOSED)"
@@ -22,7 +22,7 @@ MUTANTS = [
     ),
     dict(
         name="slow-consumer-dropped",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old=(
             '"Forcing watcher close due to unresponsiveness".\n'
             "            self.end(WatchEnd.CLOSED)"
@@ -39,7 +39,7 @@ MUTANTS = [
     ),
     dict(
         name="slow-consumer-off-by-one",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old="if self.buffer_limit is not None and self.backlog > self.buffer_limit:",
         new="if self.buffer_limit is not None and self.backlog >= self.buffer_limit:",
         tests=[
@@ -50,7 +50,7 @@ MUTANTS = [
     ),
     dict(
         name="replay-counts-towards-buffer",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old="        if self._replaying:\n",
         new="        if False:\n",
         tests=[
@@ -61,7 +61,7 @@ MUTANTS = [
     ),
     dict(
         name="expire-watches-drops",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old='return self._end_all(WatchEnd.CLOSED, "expire_watches")',
         new='return self._end_all(WatchEnd.DROPPED, "expire_watches")',
         tests=[f"{APISERVER}::test_expire_watches_ends_every_watch_cleanly"],
@@ -69,7 +69,7 @@ MUTANTS = [
     ),
     dict(
         name="drop-watches-closes",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old='return self._end_all(WatchEnd.DROPPED, "drop_watches")',
         new='return self._end_all(WatchEnd.CLOSED, "drop_watches")',
         tests=[f"{APISERVER}::test_drop_watches_cuts_the_stream_without_a_clean_end"],
@@ -77,7 +77,7 @@ MUTANTS = [
     ),
     dict(
         name="no-synthetic-added",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old='send_initial_events = rv_text in ("", "0")',
         new="send_initial_events = False",
         tests=[
@@ -88,7 +88,7 @@ MUTANTS = [
     ),
     dict(
         name="compacted-watch-served",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old="if start < storage.compacted_rv:",
         new="if False:",
         tests=[
@@ -101,7 +101,7 @@ MUTANTS = [
     ),
     dict(
         name="410-error-without-close",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old=(
             "                watcher.push_line(self._expired_line(start))\n"
             "                watcher.close_when_drained()\n"
@@ -115,7 +115,7 @@ MUTANTS = [
     ),
     dict(
         name="selector-flip-out-not-deleted",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old="elif was and event.old is not None:",
         new="elif False:",
         tests=[
@@ -126,7 +126,7 @@ MUTANTS = [
     ),
     dict(
         name="selector-flip-in-not-added",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old="        elif now:\n",
         new="        elif False:\n",
         tests=[
@@ -137,7 +137,7 @@ MUTANTS = [
     ),
     dict(
         name="future-rv-watch-sends-the-rv-itself",
-        path="kubesim/server/watch.py",
+        path="kubesim/apiserver/watch.py",
         old="if self.ended is not None or event.rv <= self.after_rv or self.silent:",
         new="if self.ended is not None or event.rv < self.after_rv or self.silent:",
         tests=[f"{WATCH_FAULTS}::test_a_watch_from_a_future_rv_sends_only_events_after_it"],
@@ -145,7 +145,7 @@ MUTANTS = [
     ),
     dict(
         name="bookmarks-not-sent",
-        path="kubesim/server/watch_cache.py",
+        path="kubesim/apiserver/watch_cache.py",
         old="if watcher.allow_bookmarks and not watcher.has_ready():",
         new="if False:",
         tests=[f"{APISERVER}::test_bookmarks_arrive_only_when_allowed"],
@@ -173,7 +173,7 @@ MUTANTS = [
     ),
     dict(
         name="metadata-in-the-order-sent",
-        path="kubesim/server/encoding.py",
+        path="kubesim/apiserver/encoding.py",
         old="for key in sorted(meta, key=_RANK)",
         new="for key in list(meta)",
         tests=[
@@ -184,7 +184,7 @@ MUTANTS = [
     ),
     dict(
         name="aggregation-repeats-rules",
-        path="kubesim/server/role_aggregation.py",
+        path="kubesim/cluster/role_aggregation.py",
         old="                    if rule not in rules:\n",
         new="                    if True:\n",
         tests=[
@@ -195,7 +195,7 @@ MUTANTS = [
     ),
     dict(
         name="aggregation-gathers-its-own-rules",
-        path="kubesim/server/role_aggregation.py",
+        path="kubesim/cluster/role_aggregation.py",
         old='if source["metadata"]["name"] == name:',
         new="if False:",
         tests=[
@@ -206,7 +206,7 @@ MUTANTS = [
     ),
     dict(
         name="aggregation-of-nothing-clears-rules",
-        path="kubesim/server/role_aggregation.py",
+        path="kubesim/cluster/role_aggregation.py",
         old='if not rules or rules == role.get("rules"):',
         new='if rules == role.get("rules"):',
         tests=[
@@ -216,7 +216,7 @@ MUTANTS = [
     ),
     dict(
         name="aggregation-not-requeued-by-other-roles",
-        path="kubesim/server/workloads.py",
+        path="kubesim/cluster/workloads.py",
         old="            for key in self.role_aggregation.aggregating():\n",
         new='            for key in [event.key] if event.new.obj.get("aggregationRule") else []:\n',
         tests=[
@@ -227,7 +227,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-prune-keeps-unknown-fields",
-        path="kubesim/server/crd_schema.py",
+        path="kubesim/apiserver/crd_schema.py",
         old="            elif not preserve:\n",
         new="            elif False:\n",
         tests=[
@@ -240,7 +240,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-defaults-not-applied",
-        path="kubesim/server/crd_schema.py",
+        path="kubesim/apiserver/crd_schema.py",
         old='                value[key] = copy.deepcopy(prop["default"])\n',
         new="                pass\n",
         tests=[
@@ -251,7 +251,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-type-not-checked",
-        path="kubesim/server/crd_schema.py",
+        path="kubesim/apiserver/crd_schema.py",
         old="    if types and not _type_fits(value, types):\n",
         new="    if False:\n",
         tests=["tests/unit/test_crd_schema.py::test_each_failure_reads_as_the_api_servers"],
@@ -259,7 +259,7 @@ MUTANTS = [
     ),
     dict(
         name="crd-schema-not-enforced-by-the-server",
-        path="kubesim/server/apiserver.py",
+        path="kubesim/apiserver/server.py",
         old="            causes += crd_schema.validate(obj, dict(resource.openapi_schema))\n",
         new="            pass\n",
         tests=[
@@ -270,7 +270,7 @@ MUTANTS = [
     ),
     dict(
         name="job-backoff-limit-ignored",
-        path="kubesim/server/jobs.py",
+        path="kubesim/cluster/jobs.py",
         old="        if not suspended and not done and len(failed) > backoff_limit:\n",
         new="        if False:\n",
         tests=["tests/unit/test_jobs.py::test_a_job_whose_pods_fail_past_its_backoff_limit_fails"],
@@ -278,7 +278,7 @@ MUTANTS = [
     ),
     dict(
         name="job-suspend-keeps-pods",
-        path="kubesim/server/jobs.py",
+        path="kubesim/cluster/jobs.py",
         old="        if suspended:\n            for pod in active:\n",
         new="        if suspended:\n            for pod in []:\n",
         tests=[
@@ -289,7 +289,7 @@ MUTANTS = [
     ),
     dict(
         name="job-index-run-twice",
-        path="kubesim/server/jobs.py",
+        path="kubesim/cluster/jobs.py",
         old="        taken = _indexes(succeeded) | _indexes(active)\n",
         new="        taken = _indexes(active)\n",
         tests=[
@@ -300,7 +300,7 @@ MUTANTS = [
     ),
     dict(
         name="cron-days-always-and",
-        path="kubesim/server/cron.py",
+        path="kubesim/apiserver/cron.py",
         old="        return day or weekday\n",
         new="        return day and weekday\n",
         tests=[
@@ -310,7 +310,7 @@ MUTANTS = [
     ),
     dict(
         name="cronjob-runs-every-missed-time",
-        path="kubesim/server/cronjobs.py",
+        path="kubesim/cluster/cronjobs.py",
         old="        while t is not None and t <= now:\n            due = t\n",
         new="        while t is not None and t <= now:\n            due = due or t\n",
         tests=[
@@ -321,7 +321,7 @@ MUTANTS = [
     ),
     dict(
         name="cronjob-forbid-allows",
-        path="kubesim/server/cronjobs.py",
+        path="kubesim/cluster/cronjobs.py",
         old='        if policy == "Forbid" and active:\n',
         new='        if policy == "Forbid" and not active and False:\n',
         tests=[
@@ -332,7 +332,7 @@ MUTANTS = [
     ),
     dict(
         name="cronjob-history-kept",
-        path="kubesim/server/cronjobs.py",
+        path="kubesim/cluster/cronjobs.py",
         old="            for job in finished[: max(0, len(finished) - as_int(limit, 0))]:\n",
         new="            for job in finished[:0]:\n",
         tests=[
@@ -343,7 +343,7 @@ MUTANTS = [
     ),
     dict(
         name="template-creation-timestamp-left-out",
-        path="kubesim/server/defaults.py",
+        path="kubesim/apiserver/defaults.py",
         old='        ordered["creationTimestamp"] = None\n',
         new="",
         tests=[
@@ -354,7 +354,7 @@ MUTANTS = [
     ),
     dict(
         name="limit-range-max-unchecked",
-        path="kubesim/server/limit_ranges.py",
+        path="kubesim/admission/limit_ranges.py",
         old="        elif limit.value > enforced.value:\n",
         new="        elif False:\n",
         tests=[
@@ -365,7 +365,7 @@ MUTANTS = [
     ),
     dict(
         name="limit-range-defaults-not-applied",
-        path="kubesim/server/limit_ranges.py",
+        path="kubesim/admission/limit_ranges.py",
         old="            if key not in limits:\n",
         new="            if False:\n",
         tests=[
@@ -376,7 +376,7 @@ MUTANTS = [
     ),
     dict(
         name="quantity-binary-printed-decimal",
-        path="kubesim/server/quantity.py",
+        path="kubesim/apiserver/quantity.py",
         old="        if -1024 < value < 1024 or value.denominator != 1:\n",
         new="        if True:\n",
         tests=["tests/unit/test_limit_ranges.py::test_a_quantity_prints_in_canonical_form"],
@@ -384,7 +384,7 @@ MUTANTS = [
     ),
     dict(
         name="quota-not-enforced",
-        path="kubesim/server/resource_quotas.py",
+        path="kubesim/admission/resource_quotas.py",
         old="            if limit is not None and current.value + amount.value > limit.value:\n",
         new="            if limit is not None and current.value > limit.value:\n",
         tests=[
@@ -395,7 +395,7 @@ MUTANTS = [
     ),
     dict(
         name="quota-counts-finished-pods",
-        path="kubesim/server/resource_quotas.py",
+        path="kubesim/admission/resource_quotas.py",
         old='    return phase not in ("Succeeded", "Failed") and not deleting(pod)\n',
         new="    return not deleting(pod)\n",
         tests=[

@@ -43,7 +43,7 @@ MUTANTS = [
     },
     dict(
         name="protobuf-keeps-go-zero-values",
-        path="kubesim/server/protobuf.py",
+        path="kubesim/wire/protobuf.py",
         old='if label == "omitempty" and out[name] in (0, False):',
         new="if False:",
         tests=[

@@ -1,4 +1,4 @@
-"""APIService objects as kube-apiserver's aggregator registers them (kubesim.server.api_services),
+"""APIService objects as kube-apiserver's aggregator registers them (kubesim.cluster.api_services),
 and the group order of discovery that follows from their priorities."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import api_services, discovery, printers
-from kubesim.server.status import StatusError
+from kubesim.apiserver.status import StatusError
+from kubesim.cluster import Cluster, api_services
+from kubesim.wire import discovery, printers
 
 JSON = dict[str, Any]
 AUTOMANAGED = "kube-aggregator.kubernetes.io/automanaged"
@@ -37,7 +38,7 @@ def _by_name(server: APIServer) -> dict[str, JSON]:
 
 
 def test_the_control_plane_registers_one_local_apiservice_per_built_in_group_version() -> None:
-    server = APIServer(control_plane=True)
+    server = Cluster(control_plane=True)
     registered = _by_name(server)
     served = {
         (r.group, r.version)
@@ -72,7 +73,7 @@ def test_no_apiservices_without_the_control_plane() -> None:
 
 
 def test_the_metrics_api_is_registered_as_metrics_server_s_manifest_registers_it() -> None:
-    server = APIServer(
+    server = Cluster(
         control_plane=True, metrics_server=True, nodes=1, controllers=True, system_pods=True
     )
     metrics = _by_name(server)["v1beta1.metrics.k8s.io"]
@@ -94,7 +95,7 @@ def test_the_metrics_api_is_registered_as_metrics_server_s_manifest_registers_it
 
 
 def test_crds_get_an_apiservice_per_served_group_version_while_they_serve_it() -> None:
-    server = APIServer(control_plane=True)
+    server = Cluster(control_plane=True)
     server.create("customresourcedefinitions", _crd("example.com", ("v1", True), ("v2", False)))
     registered = _by_name(server)
     assert "v2.example.com" not in registered  # not served
@@ -144,7 +145,7 @@ def test_a_created_apiservice_is_validated_and_its_status_is_the_server_s() -> N
 
 
 def test_discovery_lists_groups_by_priority_with_the_aggregator_s_own_group_first() -> None:
-    server = APIServer(metrics_server=True)
+    server = Cluster(metrics_server=True)
     server.create("customresourcedefinitions", _crd("aaa.example.com", ("v1", True)))
     legacy = [g["name"] for g in discovery.api_group_list(server.resources)["groups"]]
     aggregated = [

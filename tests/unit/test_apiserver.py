@@ -16,9 +16,9 @@ import pytest
 
 import kubesim
 from kubesim import APIServer, StatusError
-from kubesim.server.apiserver import AutojumpWait
-from kubesim.server.routes import Request, Response, handle
-from kubesim.server.watch import WatchDropped, WatchStream
+from kubesim.apiserver.server import AutojumpWait
+from kubesim.apiserver.watch import WatchDropped, WatchStream
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 
@@ -151,7 +151,7 @@ def test_list_items_are_the_stored_bytes_without_kind_and_api_version(server: AP
     ],
 )
 def test_the_list_item_form_of_any_encoding_equals_encoding_the_item(encoded: bytes) -> None:
-    from kubesim.server.storage import Stored
+    from kubesim.apiserver.storage import Stored
 
     untyped = {k: v for k, v in orjson.loads(encoded).items() if k not in ("kind", "apiVersion")}
     assert Stored.encoded(encoded, 1).item_json(keep_type=False) == orjson.dumps(untyped)
@@ -541,7 +541,7 @@ def test_a_seed_that_is_not_an_int_or_str_is_a_type_error_naming_it() -> None:
 def test_a_resource_name_resolves_to_what_is_served_now() -> None:
     # resource() caches lookups by name; registering or unregistering must not leave a stale
     # answer, and a miss must not be cached.
-    from kubesim.server.resources import ResourceType
+    from kubesim.apiserver.resources import ResourceType
 
     server = APIServer(seed=1)
     with pytest.raises(KeyError, match="no resource named 'widgets'"):

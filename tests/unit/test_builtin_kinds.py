@@ -1,6 +1,6 @@
 """Every stable built-in kind is served, from one table generated from the official client.
 
-The table (kubesim/server/builtin_kinds.py) is regenerated here from the installed client and
+The table (kubesim/apiserver/builtin_kinds.py) is regenerated here from the installed client and
 must match; then every kind is written, read, listed, watched and deleted through the server,
 and shows in discovery, with the short names and categories kubectl relies on.
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import discovery
-from kubesim.server.builtin_kinds import (
+from kubesim.apiserver.builtin_kinds import (
     BUILTIN_KINDS,
     CLIENT_VERSION,
     RETURNS_DELETED_OBJECT,
     REVIEW_KINDS,
 )
-from kubesim.server.encoding import loads
-from kubesim.server.routes import Request, handle
+from kubesim.apiserver.encoding import loads
+from kubesim.wire import discovery
+from kubesim.wire.routes import Request, handle
 
 kubernetes = pytest.importorskip("kubernetes")
 

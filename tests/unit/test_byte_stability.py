@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 
 from kubesim import APIServer
-from kubesim.server.routes import Request, handle
+from kubesim.wire.routes import Request, handle
 from kubesim.workload.pods import make_pod
 
 PINNED = "e6272faf27364aff88bbbf808776526047ac40f0dfb3d113fca76c0d2825b6ce"

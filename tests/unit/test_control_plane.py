@@ -1,4 +1,4 @@
-"""What a control plane writes at start-up (``APIServer(control_plane=True)``, and
+"""What a control plane writes at start-up (``Cluster(control_plane=True)``, and
 ``system_pods=True`` for kube-system's workloads, as ``kubesim serve`` runs it): the
 ``kubernetes`` Service, the system PriorityClasses, the static control-plane pods, CoreDNS and
 kube-proxy, all running, the same for the same seed."""
@@ -8,11 +8,12 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS
 
 
 def cluster(seed: int = 1, nodes: int = 2) -> APIServer:
-    return APIServer(
+    return Cluster(
         seed=seed,
         nodes=nodes,
         controllers=True,
@@ -24,7 +25,7 @@ def cluster(seed: int = 1, nodes: int = 2) -> APIServer:
 
 
 def test_the_api_server_writes_the_kubernetes_service_and_priority_classes() -> None:
-    api = APIServer(seed=1, control_plane=True)
+    api = Cluster(seed=1, control_plane=True)
     service = api.get("services", "kubernetes", namespace="default")
     assert service["spec"]["clusterIP"] == "10.96.0.1"
     assert service["spec"]["ports"] == [
@@ -42,7 +43,7 @@ def test_the_api_server_writes_the_kubernetes_service_and_priority_classes() -> 
 
 def test_priority_classes_are_defaulted_as_decoding_defaults_them() -> None:
     # kubectl describe dereferences preemptionPolicy: a bootstrap class without it panicked it.
-    api = APIServer(seed=1, control_plane=True)
+    api = Cluster(seed=1, control_plane=True)
     policies = {c.get("preemptionPolicy") for c in api.list("priorityclasses")}
     assert policies == {"PreemptLowerPriority"}
     body = {"metadata": {"name": "low"}, "value": 0, "globalDefault": False}
@@ -114,11 +115,11 @@ def test_system_pods_need_nodes_controllers_and_the_control_plane(
     with pytest.raises(
         ValueError, match=r"system_pods=True .* needs control_plane=True, nodes >= 1"
     ):
-        APIServer(system_pods=True, **options)  # type: ignore[arg-type]
+        Cluster(system_pods=True, **options)  # type: ignore[arg-type]
 
 
 def test_component_statuses_report_the_control_plane_healthy() -> None:
-    statuses = APIServer(seed=1, control_plane=True).list("componentstatuses")
+    statuses = Cluster(seed=1, control_plane=True).list("componentstatuses")
     assert [s["metadata"]["name"] for s in statuses] == [
         "controller-manager",
         "etcd-0",

@@ -1,4 +1,4 @@
-"""A custom resource against its CRD's schema (kubesim.server.crd_schema): pruned, defaulted
+"""A custom resource against its CRD's schema (kubesim.apiserver.crd_schema): pruned, defaulted
 and validated as apiextensions-apiserver does, with its messages."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import crd_schema
-from kubesim.server import status as st
-from kubesim.server.go_values import go_float
+from kubesim.apiserver import crd_schema
+from kubesim.apiserver import status as st
+from kubesim.apiserver.go_values import go_float
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,5 +1,5 @@
-"""CronJobs: schedules parsed as robfig/cron parses them (kubesim.server.cron), validated as
-the API server validates them, and the CronJob controller (kubesim.server.cronjobs) making a
+"""CronJobs: schedules parsed as robfig/cron parses them (kubesim.apiserver.cron), validated as
+the API server validates them, and the CronJob controller (kubesim.cluster.cronjobs) making a
 Job at each scheduled time of the server's virtual clock."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
-from kubesim.server.cron import ScheduleError, parse
+from kubesim.apiserver import status as st
+from kubesim.apiserver.cron import ScheduleError, parse
+from kubesim.cluster import Cluster
 
 NS = "default"
 JSON = dict[str, Any]
@@ -149,7 +150,7 @@ def complete(server: APIServer, name: str) -> None:
 
 
 def test_a_cron_job_makes_a_job_at_each_scheduled_minute_of_the_clock() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("cronjobs", cron_job(), namespace=NS)
     assert job_names(server) == []
     server.clock.advance_to(59)
@@ -177,7 +178,7 @@ def test_a_cron_job_makes_a_job_at_each_scheduled_minute_of_the_clock() -> None:
 
 
 def test_completed_jobs_leave_active_and_old_ones_go_past_the_history_limit() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("cronjobs", cron_job(successfulJobsHistoryLimit=1), namespace=NS)
     server.clock.advance_to(60)
     (first,) = job_names(server)
@@ -198,7 +199,7 @@ def test_completed_jobs_leave_active_and_old_ones_go_past_the_history_limit() ->
 
 
 def test_forbid_skips_a_time_while_a_job_runs_and_replace_deletes_it() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("cronjobs", cron_job("forbid", concurrencyPolicy="Forbid"), namespace=NS)
     server.create("cronjobs", cron_job("replace", concurrencyPolicy="Replace"), namespace=NS)
     server.clock.advance_to(60)
@@ -212,7 +213,7 @@ def test_forbid_skips_a_time_while_a_job_runs_and_replace_deletes_it() -> None:
 
 
 def test_a_suspended_cron_job_runs_nothing_and_a_late_one_misses_its_deadline() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("cronjobs", cron_job(suspend=True), namespace=NS)
     server.clock.advance_to(600)
     assert job_names(server) == []
@@ -234,7 +235,7 @@ def test_a_suspended_cron_job_runs_nothing_and_a_late_one_misses_its_deadline() 
 
 
 def test_a_time_zone_moves_the_schedule_and_the_scheduled_timestamp() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     # 09:00 in Tokyo is 00:00 UTC.
     server.create("cronjobs", cron_job(schedule="0 9 * * *", timeZone="Asia/Tokyo"), namespace=NS)
     server.clock.advance_to(24 * 3600)
@@ -246,7 +247,7 @@ def test_a_time_zone_moves_the_schedule_and_the_scheduled_timestamp() -> None:
 
 
 def test_a_schedule_that_never_fires_is_reported_and_a_deleted_cron_job_stops() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("cronjobs", cron_job("never", schedule="0 0 30 2 *"), namespace=NS)
     assert (
         "InvalidSchedule",
@@ -265,7 +266,7 @@ def test_a_schedule_that_never_fires_is_reported_and_a_deleted_cron_job_stops() 
 
 def test_the_same_seed_and_clock_make_the_same_jobs() -> None:
     def run() -> list[tuple[str, str]]:
-        server = APIServer(seed=7, controllers=True)
+        server = Cluster(seed=7, controllers=True)
         server.create("cronjobs", cron_job(schedule="*/2 * * * *"), namespace=NS)
         server.clock.advance_to(600)
         return [(j["metadata"]["name"], j["metadata"]["uid"]) for j in server.list("jobs")]

@@ -1,4 +1,4 @@
-"""The DaemonSet controller (``APIServer(nodes=N, controllers=True)``): one pod per fitting node,
+"""The DaemonSet controller (``Cluster(nodes=N, controllers=True)``): one pod per fitting node,
 pinned there by node affinity the scheduler honours, following nodes as they come, go and are
 relabelled, rolled one node at a time to a new template."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import APIServer
-from kubesim.server.daemonsets import pinned_node
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS, fits_node
+from kubesim.cluster import Cluster
+from kubesim.cluster.daemonsets import pinned_node
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS, fits_node
 
 JSON = dict[str, Any]
 NS = "default"
@@ -40,7 +41,7 @@ def placed(server: APIServer) -> dict[str, str]:
 
 
 def test_a_pod_per_node_bound_where_its_affinity_pins_it_and_started() -> None:
-    api = APIServer(seed=1, nodes=3, controllers=True)
+    api = Cluster(seed=1, nodes=3, controllers=True)
     api.create("daemonsets", daemonset(), namespace=NS)
     api.advance(CONTAINER_START_SECONDS)
     assert placed(api) == {"node-0": "Running", "node-1": "Running", "node-2": "Running"}
@@ -68,7 +69,7 @@ def test_a_pod_per_node_bound_where_its_affinity_pins_it_and_started() -> None:
 
 
 def test_the_node_selector_picks_nodes_and_a_relabel_moves_the_pods() -> None:
-    api = APIServer(seed=1, nodes=2, controllers=True)
+    api = Cluster(seed=1, nodes=2, controllers=True)
     api.create("daemonsets", daemonset(node_selector={"disk": "ssd"}), namespace=NS)
     assert placed(api) == {}
     node = api.get("nodes", "node-1")
@@ -86,7 +87,7 @@ def test_the_node_selector_picks_nodes_and_a_relabel_moves_the_pods() -> None:
 
 
 def test_a_new_template_replaces_one_node_s_pod_at_a_time() -> None:
-    api = APIServer(seed=1, nodes=2, controllers=True)
+    api = Cluster(seed=1, nodes=2, controllers=True)
     api.create("daemonsets", daemonset(), namespace=NS)
     api.advance(CONTAINER_START_SECONDS)
     image = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "agent:2"}]}}}}
@@ -139,7 +140,7 @@ def test_required_node_affinity_decides_where_a_pod_fits() -> None:
 
 
 def test_a_revision_carries_its_owners_annotations_for_rollout_history() -> None:
-    api = APIServer(seed=1, nodes=1, controllers=True)
+    api = Cluster(seed=1, nodes=1, controllers=True)
     body = daemonset()
     body["metadata"]["annotations"] = {"kubernetes.io/change-cause": "kubectl apply --record"}
     api.create("daemonsets", body, namespace=NS)
@@ -148,7 +149,7 @@ def test_a_revision_carries_its_owners_annotations_for_rollout_history() -> None
 
 
 def test_untolerated_taints_keep_daemon_pods_off_and_no_execute_ones_evict_them() -> None:
-    api = APIServer(seed=1, nodes=3, controllers=True)
+    api = Cluster(seed=1, nodes=3, controllers=True)
 
     def taint(node_name: str, effect: str) -> None:
         node = api.get("nodes", node_name)

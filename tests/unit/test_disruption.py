@@ -1,5 +1,5 @@
 """PodDisruptionBudgets: the disruption controller's status and the eviction subresource, as
-``kubectl drain`` and clients' ``evict`` use them (``APIServer(nodes=N, controllers=True)``)."""
+``kubectl drain`` and clients' ``evict`` use them (``Cluster(nodes=N, controllers=True)``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
-from kubesim.server.routes import Request, Response, handle
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.wire.routes import Request, Response, handle
 from tests.unit.test_workloads import deployment
 
 JSON = dict[str, Any]
@@ -44,7 +45,7 @@ def status_of(server: APIServer, name: str = "web") -> JSON:
 
 
 def started(replicas: int = 3, **spec: Any) -> APIServer:
-    server = APIServer(seed=1, nodes=2, controllers=True)
+    server = Cluster(seed=1, nodes=2, controllers=True)
     server.create("deployments", deployment(replicas=replicas), namespace=NS)
     server.advance(CONTAINER_START_SECONDS)
     server.create("poddisruptionbudgets", budget(**spec), namespace=NS)
@@ -117,7 +118,7 @@ def test_an_eviction_spends_a_disruption_and_the_next_one_waits_for_the_replacem
 
 
 def test_a_budget_the_controller_has_not_seen_is_429_with_a_retry() -> None:
-    server = APIServer(seed=1, nodes=1)  # no controllers: the budget has no status
+    server = Cluster(seed=1, nodes=1)  # no controllers: the budget has no status
     pod = deployment()["spec"]["template"]
     server.create(
         "pods", {**pod, "metadata": {"name": "p", "labels": {"app": "web"}}}, namespace=NS

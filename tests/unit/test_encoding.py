@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.server.encoding import METADATA_ORDER, canonical_metadata, canonical_object, dumps
+from kubesim.apiserver.encoding import METADATA_ORDER, canonical_metadata, canonical_object, dumps
 
 JSON = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""The Endpoints and EndpointSlice controllers (``APIServer(controllers=True)``, on under
+"""The Endpoints and EndpointSlice controllers (``Cluster(controllers=True)``, on under
 ``kubesim serve``): a selector Service's pods, ready or not, as addresses that follow the pods."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import APIServer
-from kubesim.server.endpoints import MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.cluster import Cluster
+from kubesim.cluster.endpoints import MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 
 JSON = dict[str, Any]
 NS = "default"
@@ -51,7 +52,7 @@ def addresses(server: APIServer, name: str = "web") -> tuple[list[str], list[str
 
 
 def test_a_service_lists_its_pods_not_ready_until_they_run_then_ready() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("services", service(), namespace=NS)
     empty = server.get("endpoints", "web", namespace=NS)
     assert "subsets" not in empty
@@ -83,7 +84,7 @@ def test_a_service_lists_its_pods_not_ready_until_they_run_then_ready() -> None:
 
 
 def test_readiness_relabelling_and_deletion_move_the_addresses() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("services", service(), namespace=NS)
     for name in ("a", "b"):
         server.create("pods", pod(name), namespace=NS)
@@ -111,7 +112,7 @@ def test_readiness_relabelling_and_deletion_move_the_addresses() -> None:
 
 
 def test_pods_resolving_different_ports_get_a_subset_and_a_slice_each() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("services", service(), namespace=NS)
     server.create("pods", pod("old", port=8080), namespace=NS)
     server.create("pods", pod("new", port=9090), namespace=NS)
@@ -135,7 +136,7 @@ def test_pods_resolving_different_ports_get_a_subset_and_a_slice_each() -> None:
 def test_services_without_a_selector_or_external_names_are_left_alone_and_deletion_cleans_up() -> (
     None
 ):
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("services", service("manual", selector={}), namespace=NS)
     server.create(
         "endpoints",
@@ -161,7 +162,7 @@ def test_services_without_a_selector_or_external_names_are_left_alone_and_deleti
 
 
 def test_a_terminating_ready_pod_keeps_serving_until_its_containers_stop() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("services", service(), namespace=NS)
     server.create("pods", pod("a"), namespace=NS)
     server.advance(CONTAINER_START_SECONDS)
@@ -174,7 +175,7 @@ def test_a_terminating_ready_pod_keeps_serving_until_its_containers_stop() -> No
 
 
 def test_off_by_default() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("services", service(), namespace=NS)
     assert server.list("endpoints", namespace=NS) == []
     assert server.list("endpointslices", namespace=NS) == []

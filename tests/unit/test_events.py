@@ -1,4 +1,4 @@
-"""Events the scheduler, the kubelet and the controllers record (kubesim.server.events), and
+"""Events the scheduler, the kubelet and the controllers record (kubesim.cluster.events), and
 the field selectors ``kubectl describe`` finds them by."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import printers
-from kubesim.server import status as st
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
-from kubesim.server.tables import parse_time
+from kubesim.apiserver import status as st
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.wire import printers
+from kubesim.wire.tables import parse_time
 
 JSON = dict[str, Any]
 NS = "default"
@@ -25,7 +26,7 @@ def events(server: APIServer, selector: str = "") -> list[tuple[str, str, str, s
 
 
 def test_a_pods_life_is_told_in_events_about_it_and_its_containers() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     containers = [{"name": "app", "image": "nginx:1.25"}, {"name": "proxy", "image": "envoy"}]
     pod = server.create(
         "pods", {"metadata": {"name": "web"}, "spec": {"containers": containers}}, namespace=NS
@@ -66,7 +67,7 @@ def test_a_pods_life_is_told_in_events_about_it_and_its_containers() -> None:
 
 
 def test_the_controllers_say_what_they_scaled_created_and_could_not_create() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True, service_accounts=True)
+    server = Cluster(seed=1, nodes=1, controllers=True, service_accounts=True)
     template = {
         "metadata": {"labels": {"app": "web"}},
         "spec": {"containers": [{"name": "c", "image": "x"}]},
@@ -116,7 +117,7 @@ def test_the_controllers_say_what_they_scaled_created_and_could_not_create() -> 
 
 
 def test_an_unschedulable_pod_gets_one_warning() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     spec = {"nodeSelector": {"disk": "ssd"}, "containers": [{"name": "c", "image": "x"}]}
     server.create("pods", {"metadata": {"name": "ssd"}, "spec": spec}, namespace=NS)
     server.patch("pods", "ssd", {"metadata": {"labels": {"a": "b"}}}, namespace=NS)
@@ -126,7 +127,7 @@ def test_an_unschedulable_pod_gets_one_warning() -> None:
 
 
 def test_an_event_the_server_refuses_is_dropped_not_raised() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("namespaces", {"metadata": {"name": "going"}})
     server.create(
         "pods",
@@ -142,7 +143,7 @@ def test_an_event_the_server_refuses_is_dropped_not_raised() -> None:
 
 
 def test_events_print_as_kubectl_get_events_shows_them() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create(
         "pods",
         {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},

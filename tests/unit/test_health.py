@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.routes import Request, handle
+from kubesim.wire.routes import Request, handle
 
 
 def get(target: str) -> tuple[int, str]:

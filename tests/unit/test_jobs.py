@@ -1,4 +1,4 @@
-"""Jobs: the registry's generated selector, and the Job controller (kubesim.server.jobs)."""
+"""Jobs: the registry's generated selector, and the Job controller (kubesim.cluster.jobs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.jobs import _ranges
+from kubesim.cluster import Cluster
+from kubesim.cluster.jobs import _ranges
 
 NS = "default"
 JSON = dict[str, Any]
@@ -74,7 +75,7 @@ def test_a_job_gets_a_selector_on_its_uid_and_its_template_the_labels_it_selects
 
 
 def test_a_job_runs_its_pods_and_completes_when_enough_succeed() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("jobs", job(completions=3, parallelism=2), namespace=NS)
     running = pods(server)
     assert len(running) == 2
@@ -115,7 +116,7 @@ def test_a_job_runs_its_pods_and_completes_when_enough_succeed() -> None:
 
 
 def test_a_job_whose_pods_fail_past_its_backoff_limit_fails() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("jobs", job(backoffLimit=1, parallelism=1), namespace=NS)
     finish(server, pods(server)[0], "Failed")
     assert status(server)["failed"] == 1
@@ -133,7 +134,7 @@ def test_a_job_whose_pods_fail_past_its_backoff_limit_fails() -> None:
 
 
 def test_suspending_deletes_the_active_pods_and_resuming_runs_them_again() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("jobs", job(parallelism=2, completions=2), namespace=NS)
     assert len(pods(server)) == 2
     server.patch("jobs", "pi", {"spec": {"suspend": True}}, namespace=NS)
@@ -154,7 +155,7 @@ def test_suspending_deletes_the_active_pods_and_resuming_runs_them_again() -> No
 
 
 def test_an_indexed_job_runs_each_index_once_and_lists_the_completed_ones() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("jobs", job(completionMode="Indexed", completions=4, parallelism=2), namespace=NS)
     first = sorted(pods(server), key=lambda p: p["metadata"]["name"])
     index = "batch.kubernetes.io/job-completion-index"
@@ -182,7 +183,7 @@ def test_an_indexed_job_runs_each_index_once_and_lists_the_completed_ones() -> N
 
 
 def test_a_work_queue_job_stops_once_one_pod_succeeded_and_the_others_end() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("jobs", job(parallelism=2), namespace=NS)  # no completions: a work queue
     assert server.get("jobs", "pi", namespace=NS)["spec"].get("completions") is None
     first, second = pods(server)

@@ -1,4 +1,4 @@
-"""Nodes, the scheduler and the kubelet (``APIServer(nodes=N)``, one node under ``kubesim
+"""Nodes, the scheduler and the kubelet (``Cluster(nodes=N)``, one node under ``kubesim
 serve``): a new pod is bound to a node, then started, in writes a watch sees in order; a pod
 no node fits says why; everything drawn is a function of the seed."""
 
@@ -11,11 +11,12 @@ import orjson
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import kubelet, printers
-from kubesim.server import status as st
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
-from kubesim.server.routes import Request, handle
-from kubesim.server.tables import parse_time
+from kubesim.apiserver import status as st
+from kubesim.cluster import Cluster, kubelet
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.wire import printers
+from kubesim.wire.routes import Request, handle
+from kubesim.wire.tables import parse_time
 
 JSON = dict[str, Any]
 
@@ -35,7 +36,7 @@ def started(server: APIServer) -> None:
 
 def test_nodes_register_ready_with_a_lease_each_and_none_by_default() -> None:
     assert APIServer(seed=1).list("nodes") == []
-    server = APIServer(seed=1, nodes=2)
+    server = Cluster(seed=1, nodes=2)
     nodes = server.list("nodes")
     assert [n["metadata"]["name"] for n in nodes] == ["node-0", "node-1"]
     for index, node in enumerate(nodes):
@@ -53,7 +54,7 @@ def test_nodes_register_ready_with_a_lease_each_and_none_by_default() -> None:
 
 
 def test_a_new_pod_is_bound_then_started_in_writes_a_watch_sees_in_order() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     stream = server.watch("pods", namespace="default", resource_version=str(server.storage.rv))
     created = server.create(
         "pods",
@@ -117,7 +118,7 @@ def test_a_new_pod_is_bound_then_started_in_writes_a_watch_sees_in_order() -> No
 
 
 def test_the_scheduler_spreads_pods_over_the_nodes_with_the_fewest() -> None:
-    server = APIServer(seed=1, nodes=3)
+    server = Cluster(seed=1, nodes=3)
     server.create("pods", pod("pinned", nodeName="node-0"), namespace="default")
     placed = []
     for index in range(5):
@@ -131,7 +132,7 @@ def test_the_scheduler_spreads_pods_over_the_nodes_with_the_fewest() -> None:
 
 
 def test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits() -> None:
-    server = APIServer(seed=1, nodes=2)
+    server = Cluster(seed=1, nodes=2)
     server.create("pods", pod("ssd", nodeSelector={"disk": "ssd"}), namespace="default")
     waiting = server.get("pods", "ssd", namespace="default")
     (condition,) = waiting["status"]["conditions"]
@@ -156,7 +157,7 @@ def test_a_pod_no_node_fits_says_why_once_and_is_bound_when_a_node_fits() -> Non
 
 
 def test_a_cordoned_node_gets_only_pods_that_tolerate_it_until_uncordoned() -> None:
-    server = APIServer(seed=1, nodes=2)
+    server = Cluster(seed=1, nodes=2)
     server.patch("nodes", "node-0", {"spec": {"unschedulable": True}})
     server.create("pods", pod("a"), namespace="default")
     assert server.get("pods", "a", namespace="default")["spec"]["nodeName"] == "node-1"
@@ -180,7 +181,7 @@ def test_a_cordoned_node_gets_only_pods_that_tolerate_it_until_uncordoned() -> N
 
 
 def test_pods_for_another_scheduler_or_a_missing_node_stay_pending() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("pods", pod("custom", schedulerName="my-scheduler"), namespace="default")
     server.create("pods", pod("elsewhere", nodeName="node-9"), namespace="default")
     server.create("pods", pod("direct", nodeName="node-0"), namespace="default")
@@ -195,7 +196,7 @@ def test_pods_for_another_scheduler_or_a_missing_node_stay_pending() -> None:
 
 
 def test_a_pod_deleted_or_replaced_before_it_starts_is_not_started_twice() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     # Deleted with a zero grace period: gone at once, no kubelet involved.
     server.create("pods", pod("gone"), namespace="default")
     server.delete("pods", "gone", namespace="default", grace_period_seconds=0)
@@ -215,7 +216,7 @@ def test_a_pod_deleted_or_replaced_before_it_starts_is_not_started_twice() -> No
 
 
 def test_a_deleted_pod_frees_its_ip_for_the_next() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("pods", pod("a"), namespace="default")
     server.create("pods", pod("b"), namespace="default")
     started(server)
@@ -228,7 +229,7 @@ def test_a_deleted_pod_frees_its_ip_for_the_next() -> None:
 
 
 def test_a_full_pod_network_leaves_the_pod_pending() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     for index in range(255):
         server.create("pods", pod(f"p{index}", hostNetwork=index == 0), namespace="default")
     started(server)
@@ -239,7 +240,7 @@ def test_a_full_pod_network_leaves_the_pod_pending() -> None:
 
 
 def test_qos_class_follows_requests_and_limits() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
 
     def qos(**resources: Any) -> str:
         name = f"q{server.storage.rv}"
@@ -257,7 +258,7 @@ def test_qos_class_follows_requests_and_limits() -> None:
 
 
 def test_bind_is_the_schedulers_write_and_refuses_a_second_node() -> None:
-    server = APIServer(seed=1, nodes=2)
+    server = Cluster(seed=1, nodes=2)
     server.create("pods", pod("mine", schedulerName="mine"), namespace="default")
     with pytest.raises(st.StatusError) as missing:
         server.bind("nobody", "node-0", namespace="default")
@@ -321,7 +322,7 @@ def test_the_binding_subresource_over_the_wire() -> None:
 
 def test_the_same_seed_starts_the_same_pods_and_another_seed_other_containers() -> None:
     def run(seed: int) -> tuple[str, list[str]]:
-        server = APIServer(seed=seed, nodes=2)
+        server = Cluster(seed=seed, nodes=2)
         for index in range(4):
             server.create("pods", pod(f"p{index}"), namespace="default")
         started(server)
@@ -338,7 +339,7 @@ def test_the_same_seed_starts_the_same_pods_and_another_seed_other_containers() 
 def test_node_counts_are_checked() -> None:
     for bad in (-1, True, 251, "2"):
         with pytest.raises(ValueError, match="nodes must be an int from 0 to 250"):
-            APIServer(nodes=bad)  # type: ignore[arg-type]
+            Cluster(nodes=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -363,7 +364,7 @@ def test_images_are_reported_as_containerd_names_them(image: str, normalized: st
 
 
 def test_nodes_print_status_roles_and_version() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     node = server.get("nodes", "node-0")
     now = parse_time(node["metadata"]["creationTimestamp"])
     assert now is not None
@@ -395,7 +396,7 @@ def stopped(server: APIServer) -> None:
 
 
 def test_a_running_pod_is_deleted_gracefully_by_its_kubelet() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("pods", pod("web"), namespace="default")
     started(server)
     rv = server.storage.rv
@@ -424,7 +425,7 @@ def test_a_running_pod_is_deleted_gracefully_by_its_kubelet() -> None:
 
 
 def test_a_grace_period_can_only_shrink_and_zero_deletes_at_once() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     for name in ("slow", "forced", "custom"):
         server.create("pods", pod(name), namespace="default")
     server.create("pods", pod("unscheduled", schedulerName="none"), namespace="default")
@@ -449,7 +450,7 @@ def test_a_grace_period_can_only_shrink_and_zero_deletes_at_once() -> None:
 
 
 def test_a_finalizer_holds_a_pod_its_kubelet_has_stopped_until_it_is_removed() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     held = pod("held")
     held["metadata"]["finalizers"] = ["example.com/cleanup"]
     server.create("pods", held, namespace="default")
@@ -464,7 +465,7 @@ def test_a_finalizer_holds_a_pod_its_kubelet_has_stopped_until_it_is_removed() -
 
 
 def test_a_pod_deleted_before_it_starts_is_never_started() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create("pods", pod("web"), namespace="default")
     server.delete("pods", "web", namespace="default", grace_period_seconds=10)
     started(server)
@@ -473,7 +474,7 @@ def test_a_pod_deleted_before_it_starts_is_never_started() -> None:
 
 
 def test_the_grace_period_comes_from_the_body_or_the_query() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     for name in ("a", "b", "c"):
         server.create("pods", pod(name), namespace="default")
     base = "/api/v1/namespaces/default/pods"
@@ -490,7 +491,7 @@ def test_the_grace_period_comes_from_the_body_or_the_query() -> None:
 
 
 def test_container_logs_are_empty_text_and_refusals_are_the_servers() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     two = [{"name": "app", "image": "x"}, {"name": "proxy", "image": "y"}]
     server.create("pods", pod("one"), namespace="default")
     server.create(

@@ -1,5 +1,5 @@
-"""LimitRanges and the LimitRanger admission plugin (kubesim.server.limit_ranges), and the
-quantities they compare and print (kubesim.server.quantity)."""
+"""LimitRanges and the LimitRanger admission plugin (kubesim.admission.limit_ranges), and the
+quantities they compare and print (kubesim.apiserver.quantity)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubesim import APIServer
-from kubesim.server import quantity
-from kubesim.server import status as st
+from kubesim.apiserver import quantity
+from kubesim.apiserver import status as st
+from kubesim.cluster import Cluster
 
 NS = "default"
 
@@ -63,7 +63,7 @@ def pod(name: str = "web", **resources: Any) -> dict[str, Any]:
 
 
 def test_a_limit_range_item_is_defaulted_from_its_max_and_min() -> None:
-    server = APIServer()
+    server = Cluster()
     made = server.create(
         "limitranges",
         limit_range(max={"memory": "1Gi", "cpu": "2"}, min={"cpu": "100m"}, default={"cpu": "1"}),
@@ -76,7 +76,7 @@ def test_a_limit_range_item_is_defaulted_from_its_max_and_min() -> None:
 
 
 def test_a_pod_gets_the_defaults_it_lacks_and_says_so_in_an_annotation() -> None:
-    server = APIServer()
+    server = Cluster()
     server.create(
         "limitranges",
         limit_range(default={"cpu": "500m", "memory": "256Mi"}, defaultRequest={"cpu": "100m"}),
@@ -122,7 +122,7 @@ def test_a_pod_gets_the_defaults_it_lacks_and_says_so_in_an_annotation() -> None
 def test_a_pod_outside_the_bounds_is_forbidden_with_the_plugins_words(
     resources: dict[str, Any], message: str
 ) -> None:
-    server = APIServer()
+    server = Cluster()
     server.create(
         "limitranges",
         limit_range(

@@ -1,4 +1,4 @@
-"""The resource metrics API (``APIServer(metrics_server=True)``, on under ``kubesim serve`` with
+"""The resource metrics API (``Cluster(metrics_server=True)``, on under ``kubesim serve`` with
 nodes): PodMetrics for running pods only, NodeMetrics that add up their pods, selectors, 404s,
 read-only, the same numbers for the same seed, and nothing served without it."""
 
@@ -10,16 +10,17 @@ import orjson
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
-from kubesim.server.metrics import NODE_BASE_CPU_NANOCORES, container_usage
-from kubesim.server.routes import Request, Response, handle
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS
+from kubesim.cluster.metrics import NODE_BASE_CPU_NANOCORES, container_usage
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 METRICS = "/apis/metrics.k8s.io/v1beta1"
 
 
 def server(seed: int = 1) -> APIServer:
-    api = APIServer(seed=seed, nodes=1, metrics_server=True)
+    api = Cluster(seed=seed, nodes=1, metrics_server=True)
     for name, app in (("a", "web"), ("b", "db")):
         api.create(
             "pods",

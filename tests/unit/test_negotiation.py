@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.server.negotiation import Conversion, negotiate
+from kubesim.wire.negotiation import Conversion, negotiate
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"

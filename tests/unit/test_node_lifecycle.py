@@ -1,4 +1,4 @@
-"""The node lifecycle and taint eviction controllers (kubesim.server.node_lifecycle): a node a
+"""The node lifecycle and taint eviction controllers (kubesim.cluster.node_lifecycle): a node a
 client created that stops reporting goes Unknown after its grace period, is tainted
 unreachable, and its pods go once they stop tolerating it; a node that reports again is
 untainted. kubesim's own kubelets' nodes are left alone."""
@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import APIServer
-from kubesim.server.node_lifecycle import NODE_MONITOR_GRACE_PERIOD, NODE_STARTUP_GRACE_PERIOD
-from kubesim.server.storage import Event
+from kubesim.apiserver.storage import Event
+from kubesim.cluster import Cluster
+from kubesim.cluster.node_lifecycle import NODE_MONITOR_GRACE_PERIOD, NODE_STARTUP_GRACE_PERIOD
 
 JSON = dict[str, Any]
 UNREACHABLE = "node.kubernetes.io/unreachable"
@@ -17,7 +18,7 @@ NS = "default"
 
 
 def cluster(**options: Any) -> APIServer:
-    return APIServer(seed=1, controllers=True, node_lifecycle=True, **options)
+    return Cluster(seed=1, controllers=True, node_lifecycle=True, **options)
 
 
 def ready_node(name: str, heartbeat: str = "2024-01-01T00:00:00Z") -> JSON:
@@ -177,7 +178,7 @@ def test_a_node_reporting_ready_again_is_untainted_and_pending_evictions_are_cal
 def test_the_scheduler_places_no_pod_on_a_node_whose_taint_it_does_not_tolerate() -> None:
     # The TaintToleration filter, for taints a client puts on the kubelets' nodes
     # (`kubectl taint nodes node-0 dedicated=db:NoSchedule`).
-    api = APIServer(seed=1, nodes=1, controllers=True)
+    api = Cluster(seed=1, nodes=1, controllers=True)
     taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
     api.patch("nodes", "node-0", {"spec": {"taints": [taint]}})
     container = {"name": "c", "image": "i"}
@@ -205,7 +206,7 @@ def test_the_kubelets_nodes_and_servers_without_the_option_are_left_alone() -> N
     for name in ("node-0", "node-1"):
         assert conditions(api, name)["Ready"][0] == "True"
         assert taints(api, name) == []
-    plain = APIServer(seed=1, controllers=True)
+    plain = Cluster(seed=1, controllers=True)
     plain.create("nodes", {"metadata": {"name": "ghost"}})
     plain.advance(10 * NODE_STARTUP_GRACE_PERIOD)
     assert "status" not in plain.get("nodes", "ghost") or not plain.get("nodes", "ghost")["status"]

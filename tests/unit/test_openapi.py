@@ -10,9 +10,9 @@ import re
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import openapi_v2
-from kubesim.server.protobuf import _records
-from kubesim.server.routes import Request, handle
+from kubesim.wire import openapi_v2
+from kubesim.wire.protobuf import _records
+from kubesim.wire.routes import Request, handle
 
 
 def get(server: APIServer, path: str, accept: str = "application/json") -> tuple[int, bytes, str]:

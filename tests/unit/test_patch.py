@@ -1,4 +1,4 @@
-"""Tests for :mod:`kubesim.server.patch`: the three PATCH media types of kube-apiserver.
+"""Tests for :mod:`kubesim.apiserver.patch`: the three PATCH media types of kube-apiserver.
 
 Expected values come from RFC 7386 appendix A, RFC 6902 appendix A, the test tables of
 evanphx/json-patch v4 (``patch_test.go``) and of apimachinery ``strategicpatch/patch_test.go``,
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesim.server.patch import (
+from kubesim.apiserver.patch import (
     JSON_PATCH,
     MERGE_PATCH,
     PATCH_TYPES,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
-from kubesim.server.pod_spec_defaults import image_pull_policy
+from kubesim.apiserver import status as st
+from kubesim.apiserver.pod_spec_defaults import image_pull_policy
 
 JSON = dict[str, Any]
 

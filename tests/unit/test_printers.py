@@ -1,4 +1,4 @@
-"""Server-side printing of the kinds kubectl users list most (kubesim.server.printers): the
+"""Server-side printing of the kinds kubectl users list most (kubesim.wire.printers): the
 columns kube-apiserver's printers declare, and cells computed from the object alone."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from kubesim.server import printers
+from kubesim.wire import printers
 
 NOW = _dt.datetime(2024, 1, 1, 1, 0, 0, tzinfo=_dt.timezone.utc)
 CREATED = {"name": "web", "creationTimestamp": "2024-01-01T00:00:00Z"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.server import propagation
-from kubesim.server import status as st
-from kubesim.server.resources import builtin_resources
+from kubesim.apiserver import propagation
+from kubesim.apiserver import status as st
+from kubesim.apiserver.resources import builtin_resources
 
 RESOURCES = {r.kind: r for r in builtin_resources() if r.group in ("", "apps", "batch")}
 

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import protobuf
-from kubesim.server.routes import Request, handle
+from kubesim.wire import protobuf
+from kubesim.wire.routes import Request, handle
 
 
 def varint(value: int) -> bytes:

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
-from kubesim.server.rbac import PLURALS, bootstrap_policy
+from kubesim.apiserver import status as st
+from kubesim.cluster import Cluster
+from kubesim.cluster.rbac import PLURALS, bootstrap_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
@@ -62,7 +63,7 @@ def _rule(group: str, resource: str, verbs: list[str] | None = None) -> dict[str
 
 
 def test_a_cluster_starts_with_the_whole_bootstrap_policy() -> None:
-    server = APIServer(control_plane=True)
+    server = Cluster(control_plane=True)
     policy = bootstrap_policy()
     for plural in PLURALS:
         stored = {
@@ -112,9 +113,9 @@ def test_a_cluster_starts_with_the_whole_bootstrap_policy() -> None:
 
 
 def test_installing_the_policy_leaves_the_generated_policy_as_it_was() -> None:
-    text = (ROOT / "kubesim/server/rbac_bootstrap_policy.json").read_text()
+    text = (ROOT / "kubesim/cluster/rbac_bootstrap_policy.json").read_text()
     for _ in range(2):
-        APIServer(control_plane=True, controllers=True)
+        Cluster(control_plane=True, controllers=True)
     assert bootstrap_policy() == json.loads(text)
 
 
@@ -169,7 +170,7 @@ def test_the_generator_writes_objects_as_they_are_created() -> None:
 
 
 def test_view_edit_and_admin_gather_the_roles_labelled_for_them() -> None:
-    server = APIServer(control_plane=True, controllers=True)
+    server = Cluster(control_plane=True, controllers=True)
     view, edit, admin = (_rules(server, n) for n in ("view", "edit", "admin"))
     assert view == _rules(server, "system:aggregate-to-view")
     # By name: edit gathers system:aggregate-to-edit, then view (labelled aggregate-to-edit);
@@ -188,7 +189,7 @@ def test_view_edit_and_admin_gather_the_roles_labelled_for_them() -> None:
 
 
 def test_an_operators_role_labelled_for_view_reaches_view_edit_and_admin_and_leaves_them() -> None:
-    server = APIServer(control_plane=True, controllers=True)
+    server = Cluster(control_plane=True, controllers=True)
     widgets = _rule("example.com", "widgets")
     role = {"metadata": {"name": "widgets-view", "labels": {VIEW: "true"}}, "rules": [widgets]}
     server.create("clusterroles", role)
@@ -212,7 +213,7 @@ def test_an_operators_role_labelled_for_view_reaches_view_edit_and_admin_and_lea
 
 
 def test_a_custom_aggregation_follows_its_selectors_in_order_each_rule_once() -> None:
-    server = APIServer(controllers=True)
+    server = Cluster(controllers=True)
     pods, secrets, leases = _rule("", "pods"), _rule("", "secrets"), _rule("coordination", "leases")
     server.create(
         "clusterroles", {"metadata": {"name": "b", "labels": {"x": "1"}}, "rules": [secrets, pods]}
@@ -244,7 +245,7 @@ def test_a_custom_aggregation_follows_its_selectors_in_order_each_rule_once() ->
 
 
 def test_an_aggregation_that_selects_no_rules_leaves_the_roles_own() -> None:
-    server = APIServer(controllers=True)
+    server = Cluster(controllers=True)
     own = _rule("", "configmaps")
     server.create(
         "clusterroles",

@@ -1,5 +1,5 @@
 """ResourceQuotas: the quota controller's status and the admission plugin's refusals
-(kubesim.server.resource_quotas)."""
+(kubesim.admission.resource_quotas)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
+from kubesim.apiserver import status as st
+from kubesim.cluster import Cluster
 
 NS = "default"
 
@@ -44,7 +45,7 @@ def refusal(server: APIServer, plural: str, body: dict[str, Any]) -> str:
 
 
 def test_the_controller_reports_hard_and_what_the_namespace_uses() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     hard = {
         "pods": "10",
         "limits.cpu": "4",
@@ -80,7 +81,7 @@ def test_the_controller_reports_hard_and_what_the_namespace_uses() -> None:
 
 
 def test_a_create_past_the_quota_is_forbidden_with_what_was_asked_used_and_limited() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create(
         "resourcequotas", quota(hard={"limits.cpu": "1", "configmaps": "1"}), namespace=NS
     )
@@ -99,7 +100,7 @@ def test_a_create_past_the_quota_is_forbidden_with_what_was_asked_used_and_limit
 
 
 def test_a_pod_must_name_the_compute_resources_a_quota_limits() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create(
         "resourcequotas", quota(hard={"limits.cpu": "4", "requests.memory": "1Gi"}), namespace=NS
     )
@@ -110,7 +111,7 @@ def test_a_pod_must_name_the_compute_resources_a_quota_limits() -> None:
 
 
 def test_scopes_narrow_the_pods_a_quota_counts_and_refuses() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create(
         "resourcequotas",
         quota("best-effort", hard={"pods": "1"}, scopes=["BestEffort"]),
@@ -126,7 +127,7 @@ def test_scopes_narrow_the_pods_a_quota_counts_and_refuses() -> None:
 
 
 def test_without_the_controller_a_quota_has_no_status_and_refuses_nothing() -> None:
-    server = APIServer()
+    server = Cluster()
     server.create("resourcequotas", quota(hard={"pods": "0"}), namespace=NS)
     assert (
         "status" not in server.get("resourcequotas", "compute", namespace=NS)

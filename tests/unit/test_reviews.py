@@ -13,8 +13,9 @@ import orjson
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import reviews
-from kubesim.server.routes import Request, Response, handle
+from kubesim.apiserver import reviews
+from kubesim.cluster import Cluster
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 TOKEN_PATH = "/api/v1/namespaces/default/serviceaccounts/default/token"
@@ -24,7 +25,7 @@ AUTHZ = "/apis/authorization.k8s.io/v1"
 
 @pytest.fixture
 def server() -> APIServer:
-    return APIServer(seed=3, service_accounts=True)
+    return Cluster(seed=3, service_accounts=True)
 
 
 def post(server: APIServer, path: str, body: JSON, **headers: str) -> Response:
@@ -72,7 +73,7 @@ def test_a_token_request_answers_a_jwt_for_the_account_with_the_clock_and_audien
     assert body["status"]["expirationTimestamp"] == "2024-01-01T02:00:00Z"
     # Nothing is stored: no write, and the same seed issues the same token.
     assert body["status"]["token"] == token(
-        APIServer(seed=3, service_accounts=True), expirationSeconds=7200
+        Cluster(seed=3, service_accounts=True), expirationSeconds=7200
     )
 
 
@@ -120,7 +121,7 @@ def test_a_token_review_knows_the_servers_tokens_until_they_expire_or_the_accoun
     for spec in (
         {"token": issued, "audiences": ["other"]},  # not for this audience
         {"token": forged},  # valid claims, but not this server's signature
-        {"token": token(APIServer(seed=4, service_accounts=True))},  # another server's
+        {"token": token(Cluster(seed=4, service_accounts=True))},  # another server's
         {"token": "not-a-jwt"},
     ):
         status = post(server, f"{AUTHN}/tokenreviews", {"spec": spec}).json()["status"]
@@ -199,7 +200,7 @@ def test_reviews_store_nothing_and_cannot_be_read_back(server: APIServer) -> Non
 
 
 def test_a_binding_binds_the_pod_it_names() -> None:
-    server = APIServer(seed=1, nodes=1)
+    server = Cluster(seed=1, nodes=1)
     server.create(
         "pods",
         {

@@ -1,4 +1,4 @@
-"""The root CA certificate publisher (``APIServer(root_ca_bundle=...)``, on in ``kubesim
+"""The root CA certificate publisher (``Cluster(root_ca_bundle=...)``, on in ``kubesim
 serve``): a ``kube-root-ca.crt`` ConfigMap in every namespace, made again when deleted, its
 bundle and description put back when changed, nothing for a namespace being deleted; off by
 default. The three checks of the conformance test "ServiceAccounts should guarantee
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import root_ca
-from kubesim.server import status as st
-from kubesim.server.apiserver import DEFAULT_NAMESPACES
+from kubesim.apiserver import status as st
+from kubesim.apiserver.server import DEFAULT_NAMESPACES
+from kubesim.cluster import Cluster, root_ca
 
 BUNDLE = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 NAME = "kube-root-ca.crt"
@@ -22,7 +22,7 @@ def published(server: APIServer, namespace: str) -> dict:
 
 
 def test_every_namespace_has_the_bundle_with_its_description() -> None:
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     server.create("namespaces", {"metadata": {"name": "team-a"}})
     for namespace in (*DEFAULT_NAMESPACES, "team-a"):
         config_map = published(server, namespace)
@@ -39,7 +39,7 @@ def test_every_namespace_has_the_bundle_with_its_description() -> None:
 
 
 def test_a_deleted_config_map_is_made_again() -> None:
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     before = published(server, "default")
     server.delete("configmaps", NAME, namespace="default")
     after = published(server, "default")
@@ -48,7 +48,7 @@ def test_a_deleted_config_map_is_made_again() -> None:
 
 
 def test_a_changed_bundle_or_description_is_put_back_and_other_changes_stay() -> None:
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     changed = published(server, "default")
     changed["data"] = {"ca.crt": "not a CA", "extra": "dropped with the wrong bundle"}
     changed["metadata"]["labels"] = {"team": "a"}
@@ -76,7 +76,7 @@ def test_a_changed_bundle_or_description_is_put_back_and_other_changes_stay() ->
 
 
 def test_an_empty_description_counts_as_missing() -> None:
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     server.patch(
         "configmaps",
         NAME,
@@ -88,7 +88,7 @@ def test_an_empty_description_counts_as_missing() -> None:
 
 
 def test_a_namespace_being_deleted_gets_no_new_config_map() -> None:
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     server.create("namespaces", {"metadata": {"name": "gone"}})
     server.delete("namespaces", "gone")
     server.advance(10)  # the namespace controller's passes delete the content, then the namespace
@@ -102,7 +102,7 @@ def test_a_namespace_being_deleted_gets_no_new_config_map() -> None:
 
 def test_the_publisher_is_off_by_default_and_a_dry_run_namespace_gets_nothing() -> None:
     assert APIServer(seed=1).list("configmaps") == []
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE)
     server.create("namespaces", {"metadata": {"name": "maybe"}}, dry_run=True)
     assert server.list("configmaps", namespace="maybe") == []
 
@@ -110,7 +110,7 @@ def test_the_publisher_is_off_by_default_and_a_dry_run_namespace_gets_nothing() 
 @pytest.mark.parametrize("bundle", ["", "MIIB", b"-----BEGIN CERTIFICATE-----\n", 42])
 def test_a_bundle_that_is_not_pem_text_is_refused_by_name(bundle: object) -> None:
     with pytest.raises(ValueError, match=r"root_ca_bundle must be None or PEM text"):
-        APIServer(seed=1, root_ca_bundle=bundle)  # type: ignore[arg-type]
+        Cluster(seed=1, root_ca_bundle=bundle)  # type: ignore[arg-type]
 
 
 def test_the_plain_http_placeholder_is_a_ca_certificate() -> None:
@@ -124,7 +124,7 @@ def test_the_plain_http_placeholder_is_a_ca_certificate() -> None:
 def test_a_create_a_quota_refuses_is_tried_again_and_the_client_is_not_told() -> None:
     # The quota allows exactly the one ConfigMap there is: the publisher's create right after
     # the delete is refused (the quota has not counted the delete yet), as on a cluster.
-    server = APIServer(seed=1, root_ca_bundle=BUNDLE, controllers=True)
+    server = Cluster(seed=1, root_ca_bundle=BUNDLE, controllers=True)
     quota = {"metadata": {"name": "q"}, "spec": {"hard": {"configmaps": "1"}}}
     server.create("resourcequotas", quota, namespace="default")
     server.advance(1)

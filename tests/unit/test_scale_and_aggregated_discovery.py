@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesim import APIServer
-from kubesim.server.routes import Request, Response, handle
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"

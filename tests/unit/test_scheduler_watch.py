@@ -13,7 +13,8 @@ from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
 import kubesim
-import kubesim.server
+import kubesim.apiserver
+import kubesim.wire
 from kubesim.sched import PCT, NondeterminismDetected, RandomWalk, RunResult
 from kubesim.sched import scheduler as sched
 from kubesim.sched.explore import explore, run_schedule
@@ -181,7 +182,11 @@ def test_no_scheduling_point_while_a_thread_holds_the_server_lock_even_when_trac
             steps.append(run.steps - before)
 
     result = run_schedule(
-        scenario, seed=0, strategy=RandomWalk(0.5), traced=[kubesim.server], granularity="line"
+        scenario,
+        seed=0,
+        strategy=RandomWalk(0.5),
+        traced=[kubesim.apiserver, kubesim.wire],
+        granularity="line",
     )
     assert result.ok, result.failure
     assert steps == [0]

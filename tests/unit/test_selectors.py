@@ -1,4 +1,4 @@
-"""Tests for kubesim.server.selectors.
+"""Tests for kubesim.apiserver.selectors.
 
 The tables restate the cases of apimachinery's pkg/labels/selector_test.go and
 pkg/fields/selector_test.go, plus the error messages kube-apiserver returns. The Hypothesis
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.server.selectors import (
+from kubesim.apiserver.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,

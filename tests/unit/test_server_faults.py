@@ -3,7 +3,7 @@
 Covered here: injected HTTP errors (``fail_requests``), a stalled watch cache
 (``stall_watch_cache``: stale lists and "Too large resource version"), in-stream 410
 (``expire_watches(with_error=True)``), immediate bookmarks (``send_bookmarks``) and slow
-consumers (``set_watch_buffer``). Everything goes through :func:`kubesim.server.routes.handle`,
+consumers (``set_watch_buffer``). Everything goes through :func:`kubesim.wire.routes.handle`,
 the request path every transport shares, so status codes, reasons and headers are the wire's.
 """
 
@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.routes import Request, Response, handle
-from kubesim.server.watch import WatchStream
+from kubesim.apiserver.watch import WatchStream
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 PODS = "/api/v1/namespaces/default/pods"

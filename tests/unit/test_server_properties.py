@@ -41,9 +41,9 @@ from hypothesis.stateful import (
 )
 
 from kubesim import APIServer
-from kubesim.server.apiserver import AutojumpWait
-from kubesim.server.routes import Request, Response, handle
-from kubesim.server.watch import WatchDropped, WatchStream
+from kubesim.apiserver.server import AutojumpWait
+from kubesim.apiserver.watch import WatchDropped, WatchStream
+from kubesim.wire.routes import Request, Response, handle
 
 JSON = dict[str, Any]
 Key = tuple[str, str]

@@ -1,4 +1,4 @@
-"""The ServiceAccount controller (``APIServer(service_accounts=True)``, on in ``kubesim serve``):
+"""The ServiceAccount controller (``Cluster(service_accounts=True)``, on in ``kubesim serve``):
 every namespace has a ``default`` ServiceAccount, made again when deleted, gone with its
 namespace; off by default, so simulations write nothing they did not ask for."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
-from kubesim.server.apiserver import DEFAULT_NAMESPACES
+from kubesim.apiserver import status as st
+from kubesim.apiserver.server import DEFAULT_NAMESPACES
+from kubesim.cluster import Cluster
 
 
 def accounts(server: APIServer, namespace: str) -> list[str]:
@@ -17,7 +18,7 @@ def accounts(server: APIServer, namespace: str) -> list[str]:
 
 
 def test_every_namespace_has_a_default_service_account() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     for namespace in DEFAULT_NAMESPACES:
         assert accounts(server, namespace) == ["default"]
     server.create("namespaces", {"metadata": {"name": "team-a"}})
@@ -31,7 +32,7 @@ def test_every_namespace_has_a_default_service_account() -> None:
 
 
 def test_a_deleted_default_account_comes_back_and_others_do_not() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     before = server.get("serviceaccounts", "default", namespace="default")
     server.create("serviceaccounts", {"metadata": {"name": "builder"}}, namespace="default")
     server.delete("serviceaccounts", "default", namespace="default")
@@ -42,7 +43,7 @@ def test_a_deleted_default_account_comes_back_and_others_do_not() -> None:
 
 
 def test_a_deleted_namespace_takes_its_account_along() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     server.create("namespaces", {"metadata": {"name": "gone"}})
     server.delete("namespaces", "gone")
     server.advance(10)  # the namespace controller's passes
@@ -53,7 +54,7 @@ def test_a_deleted_namespace_takes_its_account_along() -> None:
 
 
 def test_a_dry_run_namespace_gets_no_account_and_the_controller_is_off_by_default() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     server.create("namespaces", {"metadata": {"name": "maybe"}}, dry_run=True)
     assert server.list("serviceaccounts", namespace="maybe") == []
     plain = APIServer(seed=1)
@@ -65,7 +66,7 @@ def test_a_dry_run_namespace_gets_no_account_and_the_controller_is_off_by_defaul
 def test_a_pod_runs_as_an_account_that_exists() -> None:
     # ServiceAccount admission: `default` unless the pod names one (the deprecated
     # `serviceAccount` says the same); an account that does not exist is 403.
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     body = {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
     pod = server.create("pods", body, namespace="default")
     assert (pod["spec"]["serviceAccountName"], pod["spec"]["serviceAccount"]) == (
@@ -90,7 +91,7 @@ def test_a_pod_runs_as_an_account_that_exists() -> None:
 
 
 def test_a_default_account_a_quota_refuses_is_made_again_a_second_later() -> None:
-    server = APIServer(seed=1, service_accounts=True, controllers=True)
+    server = Cluster(seed=1, service_accounts=True, controllers=True)
     quota = {"metadata": {"name": "q"}, "spec": {"hard": {"count/serviceaccounts": "1"}}}
     server.create("resourcequotas", quota, namespace="default")
     server.advance(1)
@@ -109,7 +110,7 @@ def pod_body(**spec: object) -> dict:
 
 
 def test_every_container_mounts_the_projected_token_volume_the_pod_gets() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     sent = pod_body(initContainers=[{"name": "init", "image": "busybox"}])
     pod = server.create("pods", sent, namespace="default")
     [volume] = pod["spec"]["volumes"]
@@ -150,7 +151,7 @@ def test_every_container_mounts_the_projected_token_volume_the_pod_gets() -> Non
 def test_a_container_with_its_own_mount_at_the_token_path_and_a_volume_of_the_prefix_are_kept() -> (
     None
 ):
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     own = {"name": "mine", "mountPath": TOKEN_PATH}
     spec = pod_body()["spec"]
     spec["containers"][0]["volumeMounts"] = [own]
@@ -188,7 +189,7 @@ def test_a_container_with_its_own_mount_at_the_token_path_and_a_volume_of_the_pr
 def test_automount_service_account_token_the_pod_says_wins_over_the_account(
     pod_says: bool | None, account_says: bool | None, mounted: bool
 ) -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     account: dict = {"metadata": {"name": "robot"}}
     if account_says is not None:
         account["automountServiceAccountToken"] = account_says
@@ -202,7 +203,7 @@ def test_automount_service_account_token_the_pod_says_wins_over_the_account(
 
 
 def test_the_account_s_image_pull_secrets_go_to_a_pod_that_names_none() -> None:
-    server = APIServer(seed=1, service_accounts=True)
+    server = Cluster(seed=1, service_accounts=True)
     account = {"metadata": {"name": "puller"}, "imagePullSecrets": [{"name": "registry"}]}
     server.create("serviceaccounts", account, namespace="default")
     pod = server.create("pods", pod_body(serviceAccountName="puller"), namespace="default")
@@ -216,13 +217,13 @@ def test_the_account_s_image_pull_secrets_go_to_a_pod_that_names_none() -> None:
 
 def test_token_volume_names_are_drawn_apart_from_generated_object_names() -> None:
     def generated(service_accounts: bool) -> list[str]:
-        server = APIServer(seed=7, service_accounts=service_accounts)
+        server = Cluster(seed=7, service_accounts=service_accounts)
         body = {"metadata": {"generateName": "web-"}, "spec": pod_body()["spec"]}
         return [
             server.create("pods", body, namespace="default")["metadata"]["name"] for _ in range(3)
         ]
 
     assert generated(True) == generated(False)
-    first = APIServer(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
-    again = APIServer(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
+    first = Cluster(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
+    again = Cluster(seed=7, service_accounts=True).create("pods", pod_body(), namespace="default")
     assert first["spec"]["volumes"] == again["spec"]["volumes"]

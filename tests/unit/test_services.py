@@ -1,4 +1,4 @@
-"""A Service's cluster IPs on update (kubesim.server.services): kept when the body leaves them
+"""A Service's cluster IPs on update (kubesim.apiserver.services): kept when the body leaves them
 out, the plural following the singular, and fixed once set, as kube-apiserver's Service storage
 and validation have them."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
+from kubesim.apiserver import status as st
 
 NS = "default"
 PORTS = {"ports": [{"port": 80}]}

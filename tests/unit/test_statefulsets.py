@@ -1,4 +1,4 @@
-"""The StatefulSet controller (``APIServer(nodes=N, controllers=True)``): pods ``{set}-{n}`` made
+"""The StatefulSet controller (``Cluster(nodes=N, controllers=True)``): pods ``{set}-{n}`` made
 one at a time once the one before is ready, claims from the templates, scale down from the top,
 rolling updates from the highest ordinal through ControllerRevisions, and the status ``kubectl
 rollout status`` reads."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import APIServer
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
 
 JSON = dict[str, Any]
 NS = "default"
@@ -42,7 +43,7 @@ def phases(server: APIServer) -> dict[str, str]:
 
 
 def server() -> APIServer:
-    return APIServer(seed=1, nodes=2, controllers=True)
+    return Cluster(seed=1, nodes=2, controllers=True)
 
 
 def test_ordered_pods_are_made_one_at_a_time_each_once_the_one_before_is_ready() -> None:
@@ -168,7 +169,7 @@ def test_on_delete_and_a_partition_hold_pods_on_their_revision() -> None:
     api.advance(10)
     images = {n: p["spec"]["containers"][0]["image"] for n, p in pods(api).items()}
     assert images == {"db-0": "postgres:16", "db-1": "postgres:16", "db-2": "v2"}
-    on_delete = APIServer(seed=1, nodes=1, controllers=True)
+    on_delete = Cluster(seed=1, nodes=1, controllers=True)
     on_delete.create("statefulsets", statefulset(updateStrategy={"type": "OnDelete"}), namespace=NS)
     on_delete.advance(3 * CONTAINER_START_SECONDS)
     on_delete.patch("statefulsets", "db", image, namespace=NS)

@@ -1,4 +1,4 @@
-"""Shape checks against the kinds' Go structs (kubesim.server.struct_decoding): they refuse what
+"""Shape checks against the kinds' Go structs (kubesim.apiserver.struct_decoding): they refuse what
 the decoder refuses, and never what a cluster writes (a false alarm would refuse a client's
 valid patch of an object kubesim's own controllers wrote)."""
 
@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import status as st
-from kubesim.server import struct_decoding
-from kubesim.server.kubelet import CONTAINER_START_SECONDS
+from kubesim.apiserver import status as st
+from kubesim.apiserver import struct_decoding
+from kubesim.cluster import Cluster
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS
 from tests.unit.test_daemonsets import daemonset
 from tests.unit.test_statefulsets import statefulset
 from tests.unit.test_workloads import deployment
@@ -18,7 +19,7 @@ pytest.importorskip("kubernetes", reason="the kinds' schemas come from the offic
 
 
 def test_every_object_a_running_cluster_writes_decodes() -> None:
-    api = APIServer(
+    api = Cluster(
         seed=3,
         nodes=2,
         controllers=True,

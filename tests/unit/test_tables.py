@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.server.tables import human_duration, negotiate
+from kubesim.wire.tables import human_duration, negotiate
 
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
+from kubesim.cluster import Cluster
 
 NS = "default"
 POD_SPEC = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
@@ -73,7 +74,7 @@ def test_a_cron_jobs_job_template_and_its_pod_template_both_have_one() -> None:
 
 
 def test_pods_made_from_a_template_have_a_real_creation_timestamp() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create(
         "replicasets",
         {"metadata": {"name": "rs"}, "spec": {"selector": SELECTOR, "template": TEMPLATE}},

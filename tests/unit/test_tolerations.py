@@ -1,4 +1,4 @@
-"""DefaultTolerationSeconds admission (``APIServer(default_tolerations=True)``, on under
+"""DefaultTolerationSeconds admission (``Cluster(default_tolerations=True)``, on under
 ``kubesim serve``): every pod created or updated tolerates an unready and an unreachable node
 for 300 s, unless it already tolerates them; off, a pod keeps the tolerations it was sent."""
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server.tolerations import NOT_READY, UNREACHABLE
+from kubesim.admission.tolerations import NOT_READY, UNREACHABLE
+from kubesim.cluster import Cluster
 
 JSON = dict[str, Any]
 
@@ -29,7 +30,7 @@ def pod(name: str, tolerations: list[JSON] | None = None) -> JSON:
 
 @pytest.fixture
 def server() -> APIServer:
-    return APIServer(seed=1, default_tolerations=True)
+    return Cluster(seed=1, default_tolerations=True)
 
 
 def test_a_new_pod_gets_both_default_tolerations_after_its_own(server: APIServer) -> None:

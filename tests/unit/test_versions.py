@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim import APIServer
-from kubesim.server import conversion
-from kubesim.server.routes import Request, handle
+from kubesim.apiserver import conversion
+from kubesim.wire.routes import Request, handle
 
 V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
 V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 
 from kubesim import APIServer
-from kubesim.server.apiserver import AutojumpWait
-from kubesim.server.routes import Request, handle
-from kubesim.server.watch import WatchStream
+from kubesim.apiserver.server import AutojumpWait
+from kubesim.apiserver.watch import WatchStream
+from kubesim.wire.routes import Request, handle
 from kubesim.workload import make_pod
 
 JSON = dict[str, Any]

@@ -1,5 +1,5 @@
 """The Deployment and ReplicaSet controllers and the garbage collector
-(``APIServer(controllers=True)``, on under ``kubesim serve``): a Deployment becomes a
+(``Cluster(controllers=True)``, on under ``kubesim serve``): a Deployment becomes a
 ReplicaSet becomes pods, a rollout moves to a new ReplicaSet, status says what is ready, and
 deleting an owner deletes what it owns."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kubesim import APIServer
-from kubesim.server import workloads
-from kubesim.server.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
-from kubesim.server.workloads import POD_TEMPLATE_HASH, REVISION, pod_template_hash
+from kubesim.cluster import Cluster, workloads
+from kubesim.cluster.kubelet import CONTAINER_START_SECONDS, CONTAINER_STOP_SECONDS
+from kubesim.cluster.workloads import POD_TEMPLATE_HASH, REVISION, pod_template_hash
 
 JSON = dict[str, Any]
 NS = "default"
@@ -65,7 +65,7 @@ def conditions(obj: JSON) -> dict[str, tuple[str, str]]:
 
 
 def test_a_deployment_becomes_a_replica_set_of_pods_that_become_ready() -> None:
-    server = APIServer(seed=1, nodes=2, controllers=True)
+    server = Cluster(seed=1, nodes=2, controllers=True)
     created = server.create("deployments", deployment(), namespace=NS)
     template_hash = pod_template_hash(created["spec"]["template"])
     (rs,) = server.list("replicasets", namespace=NS)
@@ -115,7 +115,7 @@ def test_a_deployment_becomes_a_replica_set_of_pods_that_become_ready() -> None:
 
 
 def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(replicas=2), namespace=NS)
     started(server)
     running = set(names(server, "pods"))
@@ -148,7 +148,7 @@ def test_scaling_creates_and_deletes_pods_the_not_ready_first() -> None:
 
 
 def test_a_new_template_rolls_out_to_a_new_replica_set_and_retires_the_old_once_ready() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(replicas=2), namespace=NS)
     started(server)
     (old,) = names(server, "replicasets")
@@ -173,7 +173,7 @@ def test_a_new_template_rolls_out_to_a_new_replica_set_and_retires_the_old_once_
 
 
 def test_recreate_retires_the_old_pods_before_the_new_ones_are_made() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create(
         "deployments", deployment(replicas=1, strategy={"type": "Recreate"}), namespace=NS
     )
@@ -195,7 +195,7 @@ def test_recreate_retires_the_old_pods_before_the_new_ones_are_made() -> None:
 
 
 def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(), namespace=NS)
     keeper = server.create("configmaps", {"metadata": {"name": "keeper"}}, namespace=NS)
     (rs,) = server.list("replicasets", namespace=NS)
@@ -227,7 +227,7 @@ def test_deleting_an_owner_deletes_what_it_owns_unless_another_owner_remains() -
 
 
 def test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_kept() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(image="nginx:1"), namespace=NS)
     started(server)
     (first,) = server.list("replicasets", namespace=NS)
@@ -266,7 +266,7 @@ def test_a_rollback_makes_the_old_replica_set_current_again_with_its_revisions_k
 
 
 def test_an_orphaning_delete_leaves_the_dependents_without_the_owner() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(), namespace=NS)
     (rs,) = server.list("replicasets", namespace=NS)
     pods = names(server, "pods")
@@ -293,7 +293,7 @@ def test_an_orphaning_delete_leaves_the_dependents_without_the_owner() -> None:
 
 
 def test_a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_gone() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(), namespace=NS)
     started(server)
     (rs,) = names(server, "replicasets")
@@ -315,7 +315,7 @@ def test_a_foreground_delete_keeps_the_owner_until_its_blocking_dependents_are_g
 
 
 def test_jobs_and_replication_controllers_orphan_by_default_and_others_cascade() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
 
     def job(name: str) -> JSON:
         return {
@@ -346,17 +346,17 @@ def test_jobs_and_replication_controllers_orphan_by_default_and_others_cascade()
 
 
 def test_a_bad_propagation_policy_is_named() -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     with pytest.raises(ValueError, match=r"propagation_policy='Sideways'"):
         server.delete("namespaces", "default", propagation_policy="Sideways")
 
 
 def test_a_paused_deployment_makes_no_replica_set_and_controllers_are_off_by_default() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True)
+    server = Cluster(seed=1, nodes=1, controllers=True)
     server.create("deployments", deployment(paused=True), namespace=NS)
     assert names(server, "replicasets") == []
     assert server.get("deployments", "web", namespace=NS)["status"]["observedGeneration"] == 1
-    quiet = APIServer(seed=1, nodes=1)
+    quiet = Cluster(seed=1, nodes=1)
     quiet.create("deployments", deployment(), namespace=NS)
     assert names(quiet, "replicasets") == []
     assert names(quiet, "pods") == []
@@ -365,7 +365,7 @@ def test_a_paused_deployment_makes_no_replica_set_and_controllers_are_off_by_def
 def test_controllers_that_never_settle_are_held_back_and_the_request_completes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    server = APIServer(seed=1, controllers=True)
+    server = Cluster(seed=1, controllers=True)
     server.create("deployments", deployment(replicas=1), namespace=NS)
     writes = server.storage.rv
     # A status that changes on every sync: each write queues the ReplicaSet again.
@@ -379,7 +379,7 @@ def test_controllers_that_never_settle_are_held_back_and_the_request_completes(
 
 def test_the_same_seed_makes_the_same_pods() -> None:
     def run(seed: int) -> tuple[str, list[str]]:
-        server = APIServer(seed=seed, nodes=2, controllers=True)
+        server = Cluster(seed=seed, nodes=2, controllers=True)
         server.create("deployments", deployment(), namespace=NS)
         started(server)
         server.patch("deployments", "web", {"spec": {"replicas": 1}}, namespace=NS)
@@ -404,7 +404,7 @@ def test_the_template_hash_is_stable_safe_and_moved_by_the_collision_count(
 
 
 def test_a_refused_pod_is_a_replica_failure_not_a_failed_request() -> None:
-    server = APIServer(seed=1, nodes=1, controllers=True, service_accounts=True)
+    server = Cluster(seed=1, nodes=1, controllers=True, service_accounts=True)
     web = deployment(replicas=2)
     web["spec"]["template"]["spec"]["serviceAccountName"] = "builder"
     server.create("deployments", web, namespace=NS)  # the client's write succeeds

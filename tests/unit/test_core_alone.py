@@ -1,0 +1,96 @@
+"""The API server core runs alone: a simulation that does not ask for a cluster loads none of it.
+
+The core (``kubesim.apiserver``) is the small, fast part a simulation needs; the admission
+plugins and the controllers around it (``kubesim.admission``, ``kubesim.cluster``) are loaded
+only by what assembles a cluster. Checked in a fresh interpreter, whose ``sys.modules`` is what
+the code itself imported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _modules_after(script: str) -> list[str]:
+    code = textwrap.dedent(script) + textwrap.dedent(
+        """
+        import json, sys
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("kubesim"))))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return loaded
+
+
+def test_the_core_serves_writes_lists_and_watches_with_nothing_above_it() -> None:
+    loaded = _modules_after(
+        """
+        from kubesim.apiserver.server import APIServer
+        server = APIServer(seed=1)
+        spec = {"containers": [{"name": "c", "image": "x"}]}
+        server.create("pods", {"metadata": {"name": "a", "namespace": "default"}, "spec": spec})
+        server.patch("pods", "a", {"metadata": {"labels": {"x": "1"}}}, namespace="default")
+        stream = server.watch(server.resource("pods"), resource_version="0")
+        assert b"ADDED" in stream.poll()
+        server.expire_watches(with_error=True)
+        server.delete("pods", "a", namespace="default")
+        assert server.list("pods") == []
+        """
+    )
+    above = [m for m in loaded if not m.startswith(("kubesim.apiserver", "kubesim._core"))]
+    assert above == ["kubesim", "kubesim._lazy"], above  # the package's face: lazy names
+    assert "kubesim.apiserver.server" in loaded
+
+
+def test_a_simulation_of_a_client_store_loads_no_admission_or_controller() -> None:
+    pytest.importorskip("kubernetes")
+    loaded = _modules_after(
+        """
+        import json
+        from kubernetes import client
+        from kubernetes.watch.watch import iter_resp_lines
+        from kubesim import Simulation
+        from kubesim.workload import make_pod
+
+        sim = Simulation(seed=1)
+        sim.server.create("pods", make_pod("a", "default"))
+        seen = []
+
+        def run():
+            core = client.CoreV1Api(api)
+            response = core.list_pod_for_all_namespaces(watch=True, _preload_content=False)
+            for line in iter_resp_lines(response):
+                seen.append(json.loads(line)["type"])
+
+        api = sim.kubernetes_client()
+        sim.start(run)
+        sim.server.expire_watches()
+        sim.settle()
+        sim.stop()
+        assert seen[:1] == ["ADDED"], seen
+        """
+    )
+    assert "kubesim.wire.routes" in loaded  # what the client speaks
+    cluster = [m for m in loaded if m.startswith(("kubesim.cluster", "kubesim.admission"))]
+    assert cluster == [], cluster
+
+
+def test_a_cluster_loads_its_parts() -> None:
+    """The check above can fail: assembling a cluster does load them."""
+    loaded = _modules_after(
+        """
+        from kubesim.cluster import Cluster
+        Cluster(nodes=1, controllers=True)
+        """
+    )
+    assert "kubesim.cluster.kubelet" in loaded
+    assert "kubesim.admission.limit_ranges" in loaded
