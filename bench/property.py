@@ -95,6 +95,7 @@ CORPUS: tuple[Target, ...] = (
     Target("unlocked_reader", "models.unlocked_reader:iterate_live_cache", "snapshot-reads"),
     Target("prune_then_update", "models.prune_then_update:prune_then_update", "snapshot-reads"),
     Target("ns_reflectors", "models.ns_reflectors:clears_namespace_on_relist", "snapshot-reads"),
+    Target("lagging_replica", "models.lagging_replica:relist_any_version", "monotone"),
 )
 QUICK_CORPUS = ("kubearmor", "bookmark_crash")
 # Wall-time budget for shrinking one plain stateful failure (every attempt sleeps).

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubesim.apiserver.encoding import dumps, loads
-
-if TYPE_CHECKING:
-    from kubesim.apiserver.resources import ResourceType
+from kubesim.apiserver.resources import ResourceType
 
 JSON = dict[str, Any]
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kubesim._core import Trace, VirtualClock
+from kubesim._core import ChoiceSource, Trace, VirtualClock
 from kubesim.apiserver.faults import FAILABLE_VERBS, FAILURE_REASONS, RequestFailures
 from kubesim.apiserver.storage import Storage
 from kubesim.apiserver.watch_cache import WatchCache
@@ -32,7 +32,12 @@ class FaultInjection:
     clock: VirtualClock
     trace: Trace
     storage: Storage
+    choices: ChoiceSource
     watch_cache: WatchCache
+    # Every watch cache with watchers to serve: the primary's first, then any replica's.
+    watch_caches: list[WatchCache]
+    lagging_replica: WatchCache | None
+    replica_pinned: bool
     request_failures: RequestFailures
 
     def notify_changed(self) -> None:
@@ -43,7 +48,7 @@ class FaultInjection:
 
     @property
     def open_watches(self) -> int:
-        return self.watch_cache.open_watches
+        return sum(cache.open_watches for cache in self.watch_caches)
 
     def expire_watches(self, *, with_error: bool = False) -> int:
         """End every open watch cleanly, as a server-side timeout would (F1). Returns how many.
@@ -52,11 +57,11 @@ class FaultInjection:
         ``Status`` (what the watch cache sends a watcher that fell out of its window, F4), then
         ends once the client has read what was queued before it.
         """
-        return self.watch_cache.expire_watches(with_error=with_error)
+        return sum(cache.expire_watches(with_error=with_error) for cache in self.watch_caches)
 
     def drop_watches(self) -> int:
         """Cut every open watch abruptly (no terminating chunk). Returns how many."""
-        return self.watch_cache.drop_watches()
+        return sum(cache.drop_watches() for cache in self.watch_caches)
 
     def silence_watches(self, seconds: float) -> int:
         """Every open watch goes silent for ``seconds``, then its connection is cut.
@@ -66,16 +71,16 @@ class FaultInjection:
         the connection is reset. Only a client read timeout notices it sooner. Returns how many
         watches went silent.
         """
-        return self.watch_cache.silence_watches(seconds)
+        return sum(cache.silence_watches(seconds) for cache in self.watch_caches)
 
     @property
     def silent_watches(self) -> int:
         """How many watches are silent now (silence_watches), their connections not yet cut."""
-        return self.watch_cache.silent_watches
+        return sum(cache.silent_watches for cache in self.watch_caches)
 
     def end_silences(self) -> int:
         """Cut every silent watch's connection now. Returns how many."""
-        return self.watch_cache.end_silences()
+        return sum(cache.end_silences() for cache in self.watch_caches)
 
     def compact(self) -> int:
         """Drop the whole history: later watches and lists from older RVs get 410 Expired.
@@ -84,14 +89,16 @@ class FaultInjection:
         still has to deliver those events.
         """
         with self.lock:
-            floor = self.storage.compact(upto=self.watch_cache.stalled_at)
+            # A stalled or lagging cache still has to deliver the events after its RV.
+            behind = [c.stalled_at for c in self.watch_caches if c.stalled_at is not None]
+            floor = self.storage.compact(upto=min(behind, default=None))
             self.trace.record("fault", "compact", floor)
             self.notify_changed()
             return floor
 
     def send_bookmarks(self) -> int:
         """Queue a BOOKMARK now on every watch that allows them (F8). Returns how many."""
-        return self.watch_cache.send_bookmarks()
+        return sum(cache.send_bookmarks() for cache in self.watch_caches)
 
     def set_watch_buffer(self, events: int | None) -> int:
         """Limit how many unread events a watch may queue before the server closes it (F12).
@@ -100,7 +107,7 @@ class FaultInjection:
         watch cache closes an unresponsive watcher. None removes the limit. Returns how many
         watches were closed.
         """
-        return self.watch_cache.set_watch_buffer(events)
+        return sum(cache.set_watch_buffer(events) for cache in self.watch_caches)
 
     def fail_requests(
         self,
@@ -182,3 +189,78 @@ class FaultInjection:
     @property
     def resource_version(self) -> int:
         return self.storage.rv
+
+    # -- a lagging replica ----------------------------------------------------------------
+    def lag_replica(self, events: int, *, pinned: bool = False) -> int:
+        """A second API server replica serves behind the same endpoint, its watch cache
+        ``events`` writes behind the primary's (a slow etcd member, a cache that restarted).
+
+        Until :meth:`catch_up_replica`, each list served from the watch cache (``resourceVersion``
+        "0" or NotOlderThan) and each watch goes to the primary or to the replica, drawn per
+        request as a load balancer spreads them: the replica lists its past state, answers a
+        resourceVersion it has not reached with a 504 "Too large resource version", and gives
+        its watches nothing newer. A client that takes such a list for the truth goes back in
+        time (kubernetes#59848). Consistent lists (no resourceVersion) and exact ones are read
+        from storage, as from etcd. ``pinned``: every such request goes to the replica, as all
+        of a client's requests do when its connection is to that API server (client-go keeps
+        one HTTP/2 connection). Returns the RV the replica is at (no older than history holds);
+        a replica already lagging stays where it is.
+        """
+        if not isinstance(events, int) or isinstance(events, bool) or events < 1:
+            raise ValueError(f"events must be an int >= 1, got events={events!r}")
+        with self.lock:
+            replica = self.lagging_replica
+            if replica is None:
+                replica = self._new_replica()
+                replica.lag_behind(self.storage.rv - events)
+                self._forget_idle_replicas()
+                self.watch_caches.append(replica)
+                self.lagging_replica = replica
+            self.replica_pinned = pinned
+            self.trace.record("fault", "lag_replica", replica.resource_version, pinned)
+            self.notify_changed()
+            return replica.resource_version
+
+    def catch_up_replica(self) -> int:
+        """The lagging replica catches up: its watches get the events it held, in order, and
+        new requests go to the primary again. Returns how many events it held (0 when no
+        replica lags)."""
+        with self.lock:
+            replica, self.lagging_replica = self.lagging_replica, None
+            if replica is None:
+                return 0
+            held = replica.resume()
+            self._forget_idle_replicas()
+            self.notify_changed()
+            return held
+
+    @property
+    def replica_lagging(self) -> bool:
+        return self.lagging_replica is not None
+
+    def serving_cache(self) -> WatchCache:
+        """The watch cache that serves the next list from the cache or watch: the primary's,
+        or while a replica lags either, drawn (called with the lock held)."""
+        replica = self.lagging_replica
+        if replica is None:
+            return self.watch_cache
+        if not self.replica_pinned and not self._replica_choices.integer(0, 1):
+            return self.watch_cache
+        self.trace.record("served-by-replica", replica.resource_version)
+        return replica
+
+    def _forget_idle_replicas(self) -> None:
+        """A replica that caught up is kept while its watches last: forgotten once none is
+        left."""
+        self.watch_caches[:] = [
+            cache
+            for cache in self.watch_caches
+            if cache is self.watch_cache or cache is self.lagging_replica or cache.watchers()
+        ]
+
+    def _new_replica(self) -> WatchCache:
+        raise NotImplementedError
+
+    @property
+    def _replica_choices(self) -> ChoiceSource:
+        raise NotImplementedError

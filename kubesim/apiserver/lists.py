@@ -55,11 +55,14 @@ def list_page(
 
     ``rv`` None is "most recent" (a consistent read of storage); 0 ("any") and any RV that is
     not ``exact`` (NotOlderThan) are served from the watch cache, which is storage itself
-    unless :meth:`~kubesim.apiserver.server.APIServer.stall_watch_cache` stopped it at an older RV.
+    unless :meth:`~kubesim.apiserver.server.APIServer.stall_watch_cache` stopped it at an older
+    RV, or the request went to a lagging replica's
+    (:meth:`~kubesim.apiserver.server.APIServer.lag_replica`).
     """
     with server.lock:
         storage = server.storage
-        stalled_at = server.watch_cache.stalled_at
+        from_cache = rv is not None and (rv == 0 or not exact)
+        stalled_at = (server.serving_cache() if from_cache else server.watch_cache).stalled_at
         if stalled_at is not None and rv is not None and (rv == 0 or not exact):
             if rv > stalled_at:
                 raise too_large_resource_version(rv, stalled_at)

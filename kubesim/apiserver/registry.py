@@ -66,7 +66,7 @@ class Registry:
         self.storage = server.storage
         self.clock = server.clock
         self.trace = server.trace
-        self.watch_cache = server.watch_cache
+        self.watch_caches = server.watch_caches  # the server's list, replicas included
         self.commit_listeners = server.commit_listeners
         self.namespace_resource = server.resource("namespaces")
         # Every create draws a uid: bound once, to the source's fastest way of drawing one.
@@ -151,7 +151,8 @@ class Registry:
         self.trace.record(
             "write", event_type, resource.plural, key[0], key[1], rv, zlib.crc32(stored.json())
         )
-        self.watch_cache.process_event(event)
+        for cache in self.watch_caches:
+            cache.process_event(event)
         self.server.notify_changed()
         if crds.is_crd_resource(resource):
             crds.sync(self.server, event)

@@ -322,11 +322,16 @@ SUBRESOURCES: dict[tuple[str, str], tuple[Subresource, ...]] = {
 }
 
 
+# The built-in (group, kind, version)s served by converting the stored version: the keys of
+# kubesim.apiserver.conversion.CONVERSIONS, which holds the conversions and checks it has one
+# for each.
+CONVERTED_VERSIONS = frozenset({("autoscaling", "HorizontalPodAutoscaler", "v1")})
+
+
 def _views(served: list[ResourceType]) -> list[ResourceType]:
     """The other versions of a resource that kubesim serves by conversion: each a copy of the
-    stored resource in that version, ``stored_as`` it (kubesim.apiserver.conversion.CONVERSIONS)."""
+    stored resource in that version, ``stored_as`` it (:data:`CONVERTED_VERSIONS`)."""
     from kubesim.apiserver.builtin_kinds import BUILTIN_KINDS
-    from kubesim.apiserver.conversion import CONVERSIONS
 
     stored = {(r.group, r.plural): r for r in served}
     views = []
@@ -334,7 +339,7 @@ def _views(served: list[ResourceType]) -> list[ResourceType]:
         storage = stored.get((group, plural))
         if storage is None or storage.version == version:
             continue
-        if (group, kind, version) not in CONVERSIONS:
+        if (group, kind, version) not in CONVERTED_VERSIONS:
             continue
         views.append(
             dataclasses.replace(

@@ -51,7 +51,7 @@ from kubesim.apiserver.resource_types import ResourceTypes
 from kubesim.apiserver.resources import ResourceType, builtin_resources
 from kubesim.apiserver.selectors import FieldSelector, LabelSelector
 from kubesim.apiserver.storage import Event, Key, Storage, Stored
-from kubesim.apiserver.watch import WaitPolicy, WatchStream
+from kubesim.apiserver.watch import WaitPolicy, Watcher, WatchStream
 from kubesim.apiserver.watch_cache import WatchCache
 
 JSON = dict[str, Any]
@@ -185,6 +185,12 @@ class APIServer(FaultInjection):
             watch_buffer=watch_buffer,
             expired_reason=expired_reason,
         )
+        # Every watch cache with watchers to serve: the primary's first, then a lagging
+        # replica's (FaultInjection.lag_replica), and any that caught up while its watches last.
+        self.watch_caches: list[WatchCache] = [self.watch_cache]
+        self.lagging_replica: WatchCache | None = None
+        self.replica_pinned = False  # every request the cache serves goes to the replica
+        self._replica_choice_source = self.choices.fork("replica")
         self.watch_list = watch_list
         # Whether allowWatchBookmarks is honoured (servers before 1.15 send none): see
         # kubesim.apiserver.versions.
@@ -241,7 +247,9 @@ class APIServer(FaultInjection):
     @lock.setter
     def lock(self, lock: threading.RLock) -> None:
         # kubesim.sim.threads.make_atomic swaps in a lock of its own: the watch cache's too.
-        self._lock = self.watch_cache.lock = lock
+        self._lock = lock
+        for cache in self.watch_caches:
+            cache.lock = lock
 
     # -- the watch cache's settings and state (kubesim.apiserver.watch_cache) -----------------
     @property
@@ -280,7 +288,31 @@ class APIServer(FaultInjection):
     def watches_opened(self) -> int:
         """Watches opened (refused ones included): with lists_completed, how a harness tells a
         store that listed once from one that watched and stopped."""
-        return self.watch_cache.watches_opened
+        return sum(cache.watches_opened for cache in self.watch_caches)
+
+    def watchers(self) -> list[Watcher]:
+        """The open watchers of every watch cache, in the order their caches and they opened
+        (read with the lock held)."""
+        return [watcher for cache in self.watch_caches for watcher in cache.watchers()]
+
+    def _new_replica(self) -> WatchCache:
+        primary = self.watch_cache
+        return WatchCache(
+            lock=self._lock,
+            clock=self.clock,
+            trace=self.trace,
+            storage=self.storage,
+            timeout_choices=self.choices.fork("replicaWatchTimeout"),
+            notify_changed=self.notify_changed,
+            bookmark_interval=None,  # only the one before each watch's deadline
+            min_request_timeout=primary.min_request_timeout,
+            watch_buffer=primary.watch_buffer,
+            expired_reason=primary.expired_reason,
+        )
+
+    @property
+    def _replica_choices(self) -> ChoiceSource:
+        return self._replica_choice_source
 
     def notify_changed(self) -> None:
         """Wake whoever waits for a change: blocked watch reads, a controlled scheduler."""
@@ -299,7 +331,8 @@ class APIServer(FaultInjection):
         delivered what was queued."""
         with self.lock:
             self.resource_types.unregister(resource)
-            self.watch_cache.close_watches_of(resource)
+            for cache in self.watch_caches:
+                cache.close_watches_of(resource)
             self.notify_changed()
 
     @property
@@ -534,7 +567,7 @@ class APIServer(FaultInjection):
         """Open a watch. Errors after admission are as an ERROR event on the stream (cacher.go)."""
         resource = self.resource(resource)  # not a version served by conversion
         with self.lock:
-            watcher = self.watch_cache.watch(
+            watcher = self.serving_cache().watch(
                 resource,
                 namespace=namespace,
                 labels=labels or LabelSelector.parse(""),

@@ -424,6 +424,16 @@ class WatchCache:
             self.trace.record("fault", "stall_watch_cache", self._stall.rv)
             return self._stall.rv
 
+    def lag_behind(self, rv: int) -> None:
+        """Put a cache that has no watchers yet back at ``rv`` (at least the oldest RV history
+        holds): the state of a replica whose etcd watch is behind. The events since are held
+        as a stall holds them, until :meth:`resume`. Called with the lock held."""
+        if self._watchers:
+            raise RuntimeError("only a cache with no watchers can be put back in time")
+        rv = max(rv, self.storage.compacted_rv)
+        self._stall = CacheStall(rv)
+        self._stall.held.extend(self.storage.events_after(rv))
+
     def resume(self) -> int:
         """Let a stalled cache catch up: held events reach watches, in order. Returns how many
         events were held."""

@@ -121,8 +121,9 @@ def _kinds(args: argparse.Namespace) -> list[str]:
 def _print_kinds() -> None:
     from kubesim.scenario.steps import STEP_KINDS
 
+    width = max(len(row.kind) for row in STEP_KINDS)
     for row in STEP_KINDS:
-        print(f"{row.kind:<14} {row.fault or '-':<10} {row.summary}")
+        print(f"{row.kind:<{width}} {row.fault or '-':<10} {row.summary}")
 
 
 def _print_oracles() -> None:

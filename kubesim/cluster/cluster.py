@@ -89,84 +89,110 @@ class Cluster(APIServer):
             )
         if "components" in options:
             raise TypeError("Cluster assembles its own components: components= is not taken")
-        self._service_accounts = service_accounts
-        self._root_ca_bundle = root_ca_bundle
-        self._default_tolerations = default_tolerations
-        self._node_count = nodes
-        self._run_controllers = controllers
-        self._run_node_lifecycle = node_lifecycle
-        self._control_plane = control_plane
-        self._system_pods = system_pods
-        self._metrics_server = metrics_server
-        self._api_services = False  # from the control plane's start on
         self.nodes: kubelet.Nodes | None = None
         self.controllers: workloads.Controllers | None = None
         self.node_lifecycle: node_lifecycle_controller.NodeLifecycleController | None = None
         self.recorder = events.Recorder(self)  # the Events the components record, one sequence
-        super().__init__(components=[_Assembly(self)], **options)
+        assembly = _Assembly(
+            self,
+            service_accounts=service_accounts,
+            root_ca_bundle=root_ca_bundle,
+            default_tolerations=default_tolerations,
+            nodes=nodes,
+            controllers=controllers,
+            node_lifecycle=node_lifecycle,
+            control_plane=control_plane,
+            system_pods=system_pods,
+            metrics_server=metrics_server,
+        )
+        super().__init__(components=[assembly], **options)
 
     def kubelet_runs(self, node_uid: str) -> bool:
         """One of this cluster's kubelets registered the node with this uid (and reports on it)."""
         return self.nodes is not None and node_uid in self.nodes.node_uids
 
-    def _sync(self, event: Event) -> None:
-        """After every commit, each part that runs reacts, in this order."""
-        if self._api_services and crds.is_crd_resource(event.resource):
-            api_services.sync_custom(self)
-        if self._service_accounts:
-            service_account_controller.sync(self, event)
-        if self._root_ca_bundle is not None:
-            root_ca.sync(self, event, self._root_ca_bundle)
-        if self.nodes is not None:
-            self.nodes.sync(event)
-        if self.controllers is not None:
-            self.controllers.sync(event)
-        if self.node_lifecycle is not None:
-            self.node_lifecycle.sync(event)
-
 
 class _Assembly:
-    """How a :class:`Cluster` puts itself together (a
-    :class:`~kubesim.apiserver.extensions.Component` of its own server)."""
+    """How a :class:`Cluster` puts itself together: a
+    :class:`~kubesim.apiserver.extensions.Component` of its own server, holding which parts run."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        service_accounts: bool,
+        root_ca_bundle: str | None,
+        default_tolerations: bool,
+        nodes: int,
+        controllers: bool,
+        node_lifecycle: bool,
+        control_plane: bool,
+        system_pods: bool,
+        metrics_server: bool,
+    ) -> None:
         self.cluster = cluster
+        self.service_accounts = service_accounts
+        self.root_ca_bundle = root_ca_bundle
+        self.default_tolerations = default_tolerations
+        self.node_count = nodes
+        self.controllers = controllers
+        self.node_lifecycle = node_lifecycle
+        self.control_plane = control_plane
+        self.system_pods = system_pods
+        self.metrics_server = metrics_server
+        self.api_services = False  # from the control plane's start on
 
     def install(self, server: APIServer) -> None:
         cluster = self.cluster
         registry = cluster.registry
         registry.admission.append(LimitRanger(cluster))
-        if cluster._service_accounts:
+        if self.service_accounts:
             registry.admission.append(ServiceAccountAdmission(cluster))
-        if cluster._default_tolerations:
+        if self.default_tolerations:
             registry.admission.append(DefaultTolerationSeconds())
         registry.admission.append(ResourceQuotaAdmission(cluster))
-        if cluster._run_controllers:
+        if self.controllers:
             cluster.controllers = workloads.Controllers(cluster)
             registry.garbage_collector = True
-        if cluster._run_node_lifecycle:
+        if self.node_lifecycle:
             cluster.node_lifecycle = node_lifecycle_controller.NodeLifecycleController(cluster)
-        registry.after_commit.append(cluster._sync)
+        registry.after_commit.append(self.sync)
 
     def start(self, server: APIServer) -> None:
         cluster = self.cluster
-        if cluster._node_count:
-            cluster.nodes = kubelet.Nodes(cluster, cluster._node_count)  # which checks the count
+        if self.node_count:
+            cluster.nodes = kubelet.Nodes(cluster, self.node_count)  # which checks the count
             cluster.registry.kubelets = cluster.nodes
             with cluster.lock:
                 cluster.nodes.register()
-        if cluster._metrics_server:
+        if self.metrics_server:
             for metrics_resource in metrics.resources():
                 cluster.register(metrics_resource)
             cluster.aggregated_apis[metrics.GROUP] = metrics.answer
-        if cluster._control_plane:
+        if self.control_plane:
             with cluster.lock:
                 # The aggregator's APIServices (and, from now on, the CRDs' ones).
-                cluster._api_services = True
+                self.api_services = True
                 api_services.install(cluster)
                 control_plane_objects.install(
-                    cluster, workloads=cluster._system_pods, metrics_server=cluster._metrics_server
+                    cluster, workloads=self.system_pods, metrics_server=self.metrics_server
                 )
+
+    def sync(self, event: Event) -> None:
+        """After every commit, each part that runs reacts, in this order."""
+        cluster = self.cluster
+        if self.api_services and crds.is_crd_resource(event.resource):
+            api_services.sync_custom(cluster)
+        if self.service_accounts:
+            service_account_controller.sync(cluster, event)
+        if self.root_ca_bundle is not None:
+            root_ca.sync(cluster, event, self.root_ca_bundle)
+        if cluster.nodes is not None:
+            cluster.nodes.sync(event)
+        if cluster.controllers is not None:
+            cluster.controllers.sync(event)
+        if cluster.node_lifecycle is not None:
+            cluster.node_lifecycle.sync(event)
 
 
 __all__ = ["Cluster"]

@@ -501,7 +501,7 @@ class ScenarioRun:
         server = self.server
         out: dict[str, Observed] = {}
         with server.lock:
-            for watcher in server.watch_cache.watchers():
+            for watcher in server.watchers():
                 if watcher.ended is None:
                     scope = (
                         watcher.resource.plural,
@@ -649,6 +649,7 @@ class ScenarioRun:
             or self.store is None
             or "view" not in self.recording.hooks
             or server.watch_cache_stalled
+            or server.replica_lagging
             or server.request_failures.active
             or server.silent_watches
         ):
@@ -1045,6 +1046,7 @@ class ScenarioRun:
         self.sim.advance(FAULTS_LINGER)
         self.observe(f"the faults last {FAULTS_LINGER:g} s more", "step")
         server.resume_watch_cache()
+        server.catch_up_replica()
         server.request_failures.clear()
         server.set_watch_buffer(None)
         self._force_relist(with_error=False)

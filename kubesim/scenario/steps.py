@@ -490,6 +490,28 @@ class ResumeWatchCache(Step):
 
 
 @dataclass(frozen=True)
+class LagReplica(Step):
+    """F14: a second API server replica behind the same endpoint lags ``events`` writes.
+
+    Lists served from the watch cache (``resourceVersion=0``, NotOlderThan) and watches go to
+    the replica (the client's connection is to it), or with ``spread`` to either, drawn per
+    request as a load balancer spreads them; the replica answers with its past until the
+    faults clear (kubernetes#59848)."""
+
+    events: int = 5
+    spread: bool = False
+    kind: ClassVar[str] = "lagging-replica"
+
+    def apply(self, world: World) -> str:
+        rv = world.server.lag_replica(self.events, pinned=not self.spread)
+        return f"{self}: its watch cache at resourceVersion {rv}"
+
+    def __str__(self) -> str:
+        behind = f"an API server replica lags {_count(self.events, 'write')} behind"
+        return behind + (" (requests spread over both)" if self.spread else " (the client's)")
+
+
+@dataclass(frozen=True)
 class FailRequests(Step):
     """HTTP errors on list and watch: the next ``count`` requests answer ``code``."""
 
@@ -713,6 +735,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("compact", CompactHistory, "F4 F5 F9", "history compacted: 410 on old RVs"),
     StepKind("stall", StallWatchCache, "F6 F7", "watch cache stalls: stale lists, RV too large"),
     StepKind("resume", ResumeWatchCache, "F6 F7", "stalled watch cache catches up"),
+    StepKind("lagging-replica", LagReplica, "F14", "a lagging replica serves some lists, watches"),
     StepKind("http-error", FailRequests, "HTTP", "HTTP 403/429/500/503/504 on list and watch"),
     StepKind("bookmark", SendBookmarks, "F8", "bookmarks carrying only an RV"),
     StepKind("slow-consumer", SlowConsumerBurst, "F12", "burst of writes, small watch buffer"),

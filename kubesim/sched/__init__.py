@@ -6,6 +6,8 @@ runs many schedules and reports the first failure (:class:`Found`) with its repl
 :mod:`kubesim.sched.aio` is the asyncio counterpart: a deterministic event loop and ``run``.
 """
 
+# The patches register themselves with the scheduler, which installs them for each run.
+import kubesim.sched.patches  # noqa: F401
 from kubesim.sched.aio import (
     AsyncDeadlock,
     AsyncLivelock,

@@ -28,11 +28,13 @@ from typing import Any
 
 from kubesim._core.clock import DEFAULT_EPOCH
 from kubesim.sched import scheduler as _sched
-
-ORIGINAL_THREAD = threading.Thread
-ORIGINAL_START: Callable[[threading.Thread], None] = threading.Thread.start
-ORIGINAL_JOIN = threading.Thread.join
-ORIGINAL_CONDITION = threading.Condition
+from kubesim.sched.originals import (
+    ORIGINAL_CONDITION,
+    ORIGINAL_JOIN,
+    ORIGINAL_START,
+    ORIGINAL_THREAD,
+)
+from kubesim.sched.primitives import SimCondition, SimLock, SimRLock
 
 _REAL: dict[str, Callable[..., Any]] = {
     "sleep": time.sleep,
@@ -117,8 +119,6 @@ def _patch(owner: Any, name: str, value: Any) -> None:
 
 
 def install() -> None:
-    from kubesim.sched.primitives import SimCondition, SimLock, SimRLock
-
     if _saved:
         raise RuntimeError("kubesim scheduler patches are already installed")
     _patch(threading, "Lock", SimLock)
@@ -142,3 +142,24 @@ def uninstall() -> None:
     for (owner, name), value in reversed(list(_saved.items())):
         setattr(owner, name, value)
     _saved.clear()
+
+
+class _Patching:
+    """This module as the scheduler sees it (:func:`kubesim.sched.scheduler.use_patching`)."""
+
+    install = staticmethod(install)
+    uninstall = staticmethod(uninstall)
+
+
+# The scheduler installs these for each controlled run without importing this module (which
+# imports it): kubesim.sched imports this module, which registers itself here.
+_sched.use_patching(_Patching())
+
+__all__ = [
+    "ORIGINAL_CONDITION",
+    "ORIGINAL_JOIN",
+    "ORIGINAL_START",
+    "ORIGINAL_THREAD",
+    "install",
+    "uninstall",
+]

@@ -46,7 +46,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import FrameType, ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
@@ -59,6 +59,7 @@ from kubesim.sched.errors import (
     UncontrolledThread,
     _Abort,
 )
+from kubesim.sched.originals import ORIGINAL_JOIN, ORIGINAL_START, ORIGINAL_THREAD
 from kubesim.sched.strategies import Strategy
 
 DEFAULT_MAX_STEPS = 200_000
@@ -283,8 +284,6 @@ class Scheduler:
         Threads that ``main`` started and did not join are unwound when it returns.
         """
         global _active
-        from kubesim.sched import patches
-
         if _active is not None:
             raise RuntimeError("a controlled run is already in progress; runs do not nest")
         if self.threads:
@@ -295,7 +294,7 @@ class Scheduler:
         first = self._new_thread(name, None)
         self._start_real_thread(first, main)
         _active = self
-        patches.install()
+        _patching().install()
         try:
             self.current = first
             self.trace.record("run", self.strategy.name)
@@ -305,7 +304,7 @@ class Scheduler:
             self._abort_all()
         finally:
             self.points.stop()
-            patches.uninstall()
+            _patching().uninstall()
             _active = None
             self.closed = True
         return self.result()
@@ -333,11 +332,11 @@ class Scheduler:
         return ct
 
     def _start_real_thread(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
-        real = patches_original_thread()(
+        real = ORIGINAL_THREAD(
             target=lambda: self._thread_main(ct, target), name=f"kubesim-{ct.name}", daemon=True
         )
         ct.thread = real
-        patches_original_start()(real)
+        ORIGINAL_START(real)
 
     def adopt(self, thread: threading.Thread) -> None:
         """Take over a ``threading.Thread`` that controlled code is starting.
@@ -359,7 +358,7 @@ class Scheduler:
         # Thread.start waits on _started, which the child sets before run(): it must be a real
         # flag, or the child would touch simulated state without the baton.
         thread._started = _RealFlag()  # type: ignore[attr-defined]
-        patches_original_start()(thread)
+        ORIGINAL_START(thread)
         self.point()
 
     def _thread_main(self, ct: ControlledThread, target: Callable[[], Any]) -> None:
@@ -420,8 +419,6 @@ class Scheduler:
         too). Returns how many were unwound. The run goes on: the driver may start new threads.
         """
         global _active
-        from kubesim.sched import patches
-
         self._require_driver("abort_threads")
         doomed = [ct for ct in threads if ct.state is not State.FINISHED]
         if not doomed:
@@ -430,7 +427,7 @@ class Scheduler:
             raise RuntimeError("a controlled run is already in progress; runs do not nest")
         self.trace.record("crash", *[ct.id for ct in doomed])
         _active = self
-        patches.install()
+        _patching().install()
         self.aborting = True
         try:
             for ct in doomed:
@@ -444,9 +441,9 @@ class Scheduler:
         finally:
             self.aborting = False
             self.current = None
-            patches.uninstall()
+            _patching().uninstall()
             _active = None
-        join = patches_original_join()
+        join = ORIGINAL_JOIN
         for ct in doomed:
             if ct.thread is not None and ct is not self.abandoned and ct.thread.is_alive():
                 join(ct.thread, self.handoff_timeout)
@@ -470,7 +467,7 @@ class Scheduler:
             ct.park.release()
             self._await_control()  # a thread stuck while unwinding is abandoned too
         self.current = None
-        join = patches_original_join()
+        join = ORIGINAL_JOIN
         for ct in self.threads:
             if ct.thread is not None and ct is not self.abandoned and ct.thread.is_alive():
                 # The thread has given up the baton for good; only its last lines remain.
@@ -836,8 +833,6 @@ class Scheduler:
         Afterwards check :attr:`failure`: a failure ends the run (call :meth:`finish`).
         """
         global _active
-        from kubesim.sched import patches
-
         self._require_driver("run_until_quiescent")
         runnable = self._runnable()
         if self.failure is not None or not runnable:
@@ -850,31 +845,29 @@ class Scheduler:
         # Under a driver, max_steps bounds each run to quiescence, not the whole simulation.
         self.max_steps = self.steps + self._step_budget
         _active = self
-        patches.install()
+        _patching().install()
         try:
             self.current = chosen
             chosen.park.release()
             self._await_control()
         finally:
-            patches.uninstall()
+            _patching().uninstall()
             _active = None
 
     def finish(self) -> RunResult:
         """Driver: unwind every controlled thread and end the run (idempotent)."""
         global _active
-        from kubesim.sched import patches
-
         if not self.closed:
             self._require_driver("finish")
             if _active is not None:
                 raise RuntimeError("a controlled run is already in progress; runs do not nest")
             _active = self
-            patches.install()
+            _patching().install()
             try:
                 self._abort_all()
             finally:
                 self.points.stop()
-                patches.uninstall()
+                _patching().uninstall()
                 _active = None
                 self.closed = True
         return self.result()
@@ -1041,19 +1034,30 @@ def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
     )
 
 
-def patches_original_thread() -> type[threading.Thread]:
-    from kubesim.sched import patches
+class Patching(Protocol):
+    """What a controlled run installs for its duration and removes after
+    (:mod:`kubesim.sched.patches`: simulated locks, adopted threads, virtual time)."""
 
-    return patches.ORIGINAL_THREAD
+    def install(self) -> None: ...
 
-
-def patches_original_start() -> Callable[[threading.Thread], None]:
-    from kubesim.sched import patches
-
-    return patches.ORIGINAL_START
+    def uninstall(self) -> None: ...
 
 
-def patches_original_join() -> Callable[[threading.Thread, float | None], None]:
-    from kubesim.sched import patches
+_installed_patching: Patching | None = None
 
-    return patches.ORIGINAL_JOIN
+
+def use_patching(patching: Patching) -> None:
+    """Set what every controlled run installs: called once, by :mod:`kubesim.sched.patches`
+    when :mod:`kubesim.sched` is imported (the patches import the scheduler, so the scheduler
+    cannot import them)."""
+    global _installed_patching
+    _installed_patching = patching
+
+
+def _patching() -> Patching:
+    if _installed_patching is None:
+        raise RuntimeError(
+            "no patches registered for controlled runs: import kubesim.sched (which imports "
+            "kubesim.sched.patches) before starting one"
+        )
+    return _installed_patching

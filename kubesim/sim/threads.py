@@ -21,8 +21,8 @@ from typing import Any
 from kubesim._core import SeededChoices, VirtualClock
 from kubesim.apiserver.server import APIServer, AutojumpWait
 from kubesim.apiserver.watch import WatchStream
-from kubesim.sched import patches
 from kubesim.sched import scheduler as _sched
+from kubesim.sched.originals import ORIGINAL_CONDITION
 from kubesim.sched.scheduler import Scheduler, Waitable
 
 
@@ -131,7 +131,7 @@ def make_atomic(server: APIServer) -> APIServer:
     Call it right after constructing the server, before anyone else uses it.
     """
     server.lock = _AtomicLock()  # type: ignore[assignment]
-    server.changed = patches.ORIGINAL_CONDITION(server.lock)
+    server.changed = ORIGINAL_CONDITION(server.lock)
     return server
 
 

@@ -40,6 +40,7 @@ from kubesim.scenario.steps import (
     DropWatches,
     ExpireWatches,
     FailRequests,
+    LagReplica,
     LastingErrors,
     PatchLabels,
     PatchMetadata,
@@ -103,6 +104,9 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
     "compact": st.just(CompactHistory()),
     "stall": st.just(StallWatchCache()),
     "resume": st.just(ResumeWatchCache()),
+    "lagging-replica": st.builds(
+        LagReplica, events=st.sampled_from([5, 1, 20]), spread=st.booleans()
+    ),
     "http-error": st.builds(
         FailRequests, count=st.integers(1, 3), code=st.sampled_from([500, 429, 403, 503, 504])
     ),

@@ -1142,7 +1142,7 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
                 {
                     "resourceVersion": str(server.storage.rv),
                     "compactedResourceVersion": str(server.storage.compacted_rv),
-                    "openWatches": len(server.watch_cache.watchers()),
+                    "openWatches": len(server.watchers()),
                     "historyWindow": server.storage.window,
                     "now": server.clock.now(),
                     "requests": server.request_count,

@@ -172,7 +172,7 @@ def handled(server: APIServer, name: str) -> Callable[[], bool]:
 def drained(server: APIServer) -> bool:
     """Every open watch has handed its queued lines to the transport."""
     with server.lock:
-        return not any(w.has_ready() for w in server.watch_cache.watchers())
+        return not any(w.has_ready() for w in server.watchers())
 
 
 def label(server: APIServer, name: str, step: str) -> None:

@@ -62,8 +62,8 @@ MUTANTS = [
     ),
     dict(
         name="pods-deleted-without-grace",
-        path="kubesim/apiserver/server.py",
-        old="period = self._nodes.grace_period(current.obj, grace)",
+        path="kubesim/apiserver/deletion.py",
+        old="period = kubelets.grace_period(current.obj, grace)",
         new="period = 0",
         tests=[f"{KUBELET}::test_a_running_pod_is_deleted_gracefully_by_its_kubelet"],
         why="a running pod vanishes at once instead of terminating through its grace period",
@@ -160,7 +160,7 @@ MUTANTS = [
     ),
     dict(
         name="eviction-ignores-the-budget",
-        path="kubesim/cluster/disruption.py",
+        path="kubesim/apiserver/eviction.py",
         old="if allowed == 0:\n        raise _too_many(",
         new="if False:\n        raise _too_many(",
         tests=[
@@ -314,9 +314,9 @@ MUTANTS = [
     ),
     dict(
         name="scale-dry-run-stored",
-        path="kubesim/apiserver/server.py",
-        old="stored = self._update(resource, namespace, name, wanted, None, dry_run=dry_run)",
-        new="stored = self._update(resource, namespace, name, wanted, None)",
+        path="kubesim/apiserver/registry.py",
+        old="stored = self.update(resource, namespace, name, wanted, None, dry_run=dry_run)",
+        new="stored = self.update(resource, namespace, name, wanted, None)",
         tests=[
             "tests/conformance/test_write_verbs.py::"
             "test_a_dry_run_scale_answers_the_new_scale_and_stores_nothing"
@@ -458,7 +458,7 @@ MUTANTS = [
     ),
     dict(
         name="create-takes-a-sent-resource-version",
-        path="kubesim/apiserver/server.py",
+        path="kubesim/apiserver/registry.py",
         old="        if not dry_run and _nonzero_resource_version(sent_rv):",
         new="        if False:",
         tests=[
@@ -469,7 +469,7 @@ MUTANTS = [
     ),
     dict(
         name="created-resource-version-last-in-metadata",
-        path="kubesim/apiserver/server.py",
+        path="kubesim/apiserver/registry.py",
         old=(
             '        meta["resourceVersion"] = sent_rv if dry_run and isinstance(sent_rv, str)'
             ' else ""\n'
@@ -483,9 +483,12 @@ MUTANTS = [
     ),
     dict(
         name="dry-run-without-managed-fields",
-        path="kubesim/apiserver/server.py",
-        old="        if self.field_manager is not None and event_type != DELETED:",
-        new="        if self.field_manager is not None and event_type != DELETED and not dry_run:",
+        path="kubesim/apiserver/registry.py",
+        old="        if self.server.field_manager is not None and event_type != DELETED:",
+        new=(
+            "        if self.server.field_manager is not None and event_type != DELETED"
+            " and not dry_run:"
+        ),
         tests=[
             "tests/conformance/test_write_verbs.py::"
             "test_dry_run_writes_answer_like_writes_and_store_nothing"
@@ -516,7 +519,7 @@ MUTANTS = [
     ),
     dict(
         name="local-apiservice-not-available",
-        path="kubesim/cluster/api_services.py",
+        path="kubesim/apiserver/api_groups.py",
         old='    if isinstance(spec, dict) and spec.get("service") is None:',
         new="    if False:",
         tests=[

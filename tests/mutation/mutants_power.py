@@ -1,6 +1,7 @@
 """Named mutants of the detectors the power work added: the history oracle, effects-expected,
 coverage, per-scope and filtered snapshot reads, hot preemptions, the outage's backoff, silent
-connections and read timeouts, server versions, stop() during a list, and usage errors."""
+connections and read timeouts, server versions, stop() during a list, usage errors, and the
+lagging replica."""
 
 POWER = "tests/unit/test_power.py::"
 
@@ -147,5 +148,33 @@ MUTANTS = [
         new="                raise\n            if not accept(store):",
         tests=[f"{POWER}test_a_factory_that_raises_is_a_usage_error"],
         why="a factory that cannot build the store would be shrunk and reported as a bug",
+    ),
+    dict(
+        name="replica-never-serves",
+        path="kubesim/apiserver/fault_injection.py",
+        old="        if replica is None:\n            return self.watch_cache\n",
+        new="        if True:\n            return self.watch_cache\n",
+        tests=[
+            f"{POWER}test_a_relist_served_by_a_lagging_replica_takes_the_store_back_in_time",
+            "tests/unit/test_lagging_replica.py::"
+            "test_lists_from_the_cache_go_back_in_time_when_the_replica_answers",
+        ],
+        why="a lagging replica would never answer: the time travel of kubernetes#59848 passes",
+    ),
+    dict(
+        name="replica-lags-nothing",
+        path="kubesim/apiserver/watch_cache.py",
+        old="        rv = max(rv, self.storage.compacted_rv)\n",
+        new="        rv = self.storage.rv\n",
+        tests=[f"{POWER}test_a_relist_served_by_a_lagging_replica_takes_the_store_back_in_time"],
+        why="the replica would be up to date: its lists would never be the past",
+    ),
+    dict(
+        name="replica-never-catches-up",
+        path="kubesim/scenario/run.py",
+        old="        server.catch_up_replica()\n",
+        new="",
+        tests=[f"{POWER}test_a_relist_served_by_a_lagging_replica_takes_the_store_back_in_time"],
+        why="a correct store refusing the replica's past would be judged unconverged at the end",
     ),
 ]

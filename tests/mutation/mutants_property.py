@@ -105,7 +105,7 @@ MUTANTS = [
     },
     {
         "name": "stalled-cache-lists-are-fresh",
-        "path": "kubesim/apiserver/server.py",
+        "path": "kubesim/apiserver/lists.py",
         "old": "if stalled_at is not None and rv is not None and (rv == 0 or not exact):",
         "new": "if False:",
         "tests": [

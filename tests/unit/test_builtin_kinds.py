@@ -226,3 +226,10 @@ def test_defaults_apply_to_every_write_and_status_only_to_creates() -> None:
     assert updated["spec"]["replicas"] == 1
     # The defaults wrote into the server's copy, never into what the caller sent.
     assert "strategy" not in created["spec"]
+
+
+def test_the_versions_served_by_conversion_are_those_converted() -> None:
+    from kubesim.apiserver.conversion import CONVERSIONS
+    from kubesim.apiserver.resources import CONVERTED_VERSIONS
+
+    assert set(CONVERSIONS) == CONVERTED_VERSIONS

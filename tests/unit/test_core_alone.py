@@ -94,3 +94,46 @@ def test_a_cluster_loads_its_parts() -> None:
     )
     assert "kubesim.cluster.kubelet" in loaded
     assert "kubesim.admission.limit_ranges" in loaded
+
+
+# The names the core's objects go by outside it (``self.server``, ``api``, ``registry``...).
+_CORE_OBJECTS = {"server", "api", "apiserver", "cluster", "registry", "watch_cache", "storage"}
+
+
+def private_reaches(source: str) -> list[str]:
+    """Every ``<core object>._name`` in ``source``: a private attribute of the core used from
+    outside it."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__"):
+            continue
+        base = node.value
+        name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+        if name in _CORE_OBJECTS:
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_nothing_outside_the_core_uses_its_private_attributes() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert private_reaches("self.server._create(x)\nserver.registry.create(x)") == [
+        "1: self.server._create"
+    ]
+    outside = [
+        path
+        for folder in ("kubesim", "tests", "models", "bench")
+        for path in (root / folder).rglob("*.py")
+        if "apiserver" not in path.relative_to(root).parts[:2]
+    ]
+    reaches = {
+        str(path.relative_to(root)): found
+        for path in outside
+        if path.name != "test_core_alone.py" and (found := private_reaches(path.read_text()))
+    }
+    assert reaches == {}, reaches

@@ -25,7 +25,9 @@ from kubesim.scenario.steps import (
     CreatePods,
     DeletePods,
     DeleteWhileDisconnected,
+    DropWatches,
     ExpireWatches,
+    LagReplica,
     LastingErrors,
     PatchLabels,
     PatchMetadata,
@@ -170,6 +172,33 @@ def test_an_older_server_says_gone_and_a_store_that_knows_only_expired_loops() -
     # Against today's servers ("Expired") the same store relists.
     modern = [CompactHistory(), ExpireWatches(with_error=True)]
     assert _broken(_run("models.expiry_reason:expired_by_reason", modern)) == {}
+
+
+def test_a_relist_served_by_a_lagging_replica_takes_the_store_back_in_time() -> None:
+    """kubernetes#59848: the store's watch is cut, the replica its connection is to refuses the
+    resourceVersion it had (504) and answers its relist from "0" with its past."""
+    steps = [PatchLabels(count=3), LagReplica(events=5), DropWatches()]
+    found = _broken(_run("models.lagging_replica:relist_any_version", steps))
+    assert "went back from resourceVersion" in found["monotone"]
+    assert _broken(_run("models.lagging_replica:refuse_older_list", steps)) == {}
+    # With no replica lagging, the same cut and relist stay in the present.
+    present = [PatchLabels(count=3), DropWatches()]
+    assert _broken(_run("models.lagging_replica:relist_any_version", present)) == {}
+
+
+def test_the_default_campaign_finds_the_lagging_replica_family() -> None:
+    """Not a test tuned to the family: the defaults of a first run (seed 0, a fresh database)."""
+    report = check_store(
+        load_factory("models.lagging_replica:relist_any_version"),
+        examples=200,
+        database=":memory:",
+    )
+    assert report.found is not None
+    assert "monotone" in str(report.found)
+    fixed = check_store(
+        load_factory("models.lagging_replica:refuse_older_list"), examples=60, database=":memory:"
+    )
+    assert fixed.ok, str(fixed.found)
 
 
 def test_stop_during_a_list_leaves_a_thread_running_in_the_informer_shape() -> None:
