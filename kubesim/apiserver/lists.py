@@ -101,7 +101,6 @@ def list_page(
                 remaining_count = remaining
         else:
             server.lists_completed += 1
-            server.lists_by_namespace[namespace] += 1
         if server.delivery_listeners:
             for stored in items:
                 for listener in server.delivery_listeners:

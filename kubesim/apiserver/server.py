@@ -27,7 +27,6 @@ Determinism: uids, generated names and default watch timeouts are drawn from the
 
 from __future__ import annotations
 
-import collections
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -214,8 +213,6 @@ class APIServer(FaultInjection):
         # Lists answered in full (their last page): a harness tells from it whether a store it
         # restarted has listed since (kubesim.scenario.run).
         self.lists_completed = 0
-        # The same, by the namespace listed (None for a list across all namespaces).
-        self.lists_by_namespace: collections.Counter[str | None] = collections.Counter()
         # Read-only API groups served by an aggregated server, by group (metrics.k8s.io).
         self.aggregated_apis: dict[str, AggregatedAPI] = {}
         for resource in builtin_resources():

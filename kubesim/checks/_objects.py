@@ -152,6 +152,11 @@ def _meta_field(obj: Any, wire_name: str, attribute: str) -> Any:
     return getattr(meta, attribute, None)
 
 
+def namespace_of(obj: Any) -> Any:
+    """``metadata.namespace`` of a dict or model object, or None."""
+    return _meta_field(obj, "namespace", "namespace")
+
+
 def uid_of(obj: Any) -> Any:
     """``metadata.uid`` of a dict or model object, or None."""
     return _meta_field(obj, "uid", "uid")

@@ -498,8 +498,9 @@ class SnapshotRead:
     not_before: int | None = None
     not_after: int | None = None
     listed: bool = True
-    # The namespaces the store had listed in full since it (re)started (None: all of them), for
-    # reads judged per namespace: a namespace not listed yet is not synced, not torn.
+    # The namespaces whose objects the store had shown (read, or held in its view) since it
+    # (re)started, for reads judged per namespace: an empty part of a namespace not shown yet is
+    # a reflector not synced yet, not torn (None: judge by ``listed``).
     listed_namespaces: frozenset[str | None] | None = None
 
 

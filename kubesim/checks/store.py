@@ -107,8 +107,9 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
 
 
 def _listed(read: Any, namespace: str | None) -> bool:
-    """Whether the store had listed this scope's namespace when it read (an empty part of a
-    read before then is a reflector not synced yet, not a torn read)."""
+    """Whether the store had synced this scope's namespace when it read: shown objects of it
+    since it started (an empty part of a read before then is a reflector not synced yet, not a
+    torn read)."""
     listed = read.listed_namespaces
     if listed is None:
         return bool(read.listed)

@@ -3,7 +3,7 @@
 A new kubeadm (or kind) cluster is not empty, and clients and test suites written against one
 count on that: ``kubectl get pods -n kube-system`` lists pods, ``default/kubernetes`` is the
 Service through which pods reach the API server, the two system PriorityClasses exist.
-``APIServer(control_plane=True)`` (``kubesim serve``) writes, at start-up, as the real
+``Cluster(control_plane=True)`` (``kubesim serve``) writes, at start-up, as the real
 components do:
 
 - **By the API server** (always, as envtest's does too): the ``kubernetes`` Service in

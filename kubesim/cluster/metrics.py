@@ -2,7 +2,7 @@
 
 Most clusters run metrics-server (k3s, minikube's add-on, the managed services), and clients
 and their tests read it: ``kubectl top pods`` and ``top nodes``, the official client's
-``utils.get_pods_metrics``, autoscalers. ``APIServer(metrics_server=True)`` (``kubesim serve``
+``utils.get_pods_metrics``, autoscalers. ``Cluster(metrics_server=True)`` (``kubesim serve``
 with nodes) serves it, read-only, computed on each request from what is stored:
 
 - ``pods`` (PodMetrics, namespaced and across namespaces, with label and field selectors) for

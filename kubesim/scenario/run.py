@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim.apiserver.server import APIServer
+from kubesim.checks._objects import namespace_of
 from kubesim.checks.recording import (
     Observed,
     Read,
@@ -149,7 +150,9 @@ class ScenarioRun:
         self._step_readers: set[str] = set()  # the readers that read at each step's start
         self._store_started_rv = 0
         self._lists_at_start = 0
-        self._lists_by_namespace_at_start: dict[str | None, int] = {}
+        # The namespaces of the objects this instance of the store has shown (read, or held in
+        # its view at a quiescent point) since it started: the ones it has synced.
+        self._shown_namespaces: set[str | None] = set()
         self._watches_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
@@ -309,7 +312,7 @@ class ScenarioRun:
         self._async = None
         self._store_started_rv = self.server.resource_version
         self._lists_at_start = self.server.lists_completed
-        self._lists_by_namespace_at_start = dict(self.server.lists_by_namespace)
+        self._shown_namespaces = set()
         self._watches_at_start = self.server.watches_opened
         self.sim.start(self._launch(instance, self._loop_order), name="store")
         self.store, self._async = instance.store, instance.host
@@ -351,6 +354,8 @@ class ScenarioRun:
             recording.reads.append(Read(reader, round_, _entries(result), before, after))
             if objects:
                 self._handed_out = True
+            shown_before = frozenset(self._shown_namespaces)
+            self._shown_namespaces.update(namespace_of(o) for o in objects)
             if self._monitor is not None:
                 self._monitor.handed_out(objects, reader=reader, step=round_)
             if recording.versions is not None and all(_has_identity(o) for o in objects):
@@ -366,11 +371,10 @@ class ScenarioRun:
                         # Synced: it has handed out (or its view held) objects since it
                         # started; an empty read before then is a cache not synced yet.
                         listed=self._handed_out or bool(objects),
-                        listed_namespaces=frozenset(
-                            namespace
-                            for namespace, count in self.server.lists_by_namespace.items()
-                            if count > self._lists_by_namespace_at_start.get(namespace, 0)
-                        ),
+                        # Per namespace the same: one whose objects the store had shown
+                        # before this read is synced (a list its server answered may not be
+                        # applied yet when the reader runs: that is not synced either).
+                        listed_namespaces=shown_before,
                     )
                 )
                 # Content is compared only for objects the store still holds: a private copy is
@@ -442,6 +446,7 @@ class ScenarioRun:
         view = normalise_view(self._call("view")) if "view" in hooks else None
         if view:
             self._handed_out = True
+            self._shown_namespaces.update(key.partition("/")[0] for key in view if "/" in key)
         sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
         server = self.watched_objects()
         if "read" in hooks and store is not None and self.recording.partial_reads is None:

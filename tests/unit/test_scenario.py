@@ -297,16 +297,15 @@ def test_a_leak_the_store_does_not_report_is_found_in_its_retained_bytes_and_nam
 
 
 def test_every_kind_is_drawn_within_the_first_examples_whatever_the_seed() -> None:
-    # The campaign's draw, as check_store makes it (the schedule, then the scenario, whose
-    # swarm comes last): within 40 examples every step kind appears, readers, crash and
-    # restart, stop and each fault included, for each of 20 seeds.
-    latest = 0
+    # The draw of a default campaign (100 examples), as check_store makes it (the schedule,
+    # then the scenario, whose swarm comes last): within its first 40 examples every step kind
+    # appears, readers, crash and restart, stop and each fault included, for each of 20 seeds.
+    # (Hypothesis plans its generation by the number of examples it is given: a campaign of 40
+    # draws differently from the first 40 of 100, and it is the default that users run.)
     for seed in range(20):
-        first = _first_draws(seed, examples=40)
-        missing = [kind for kind in ALL_KINDS if kind not in first]
-        assert not missing, f"seed {seed}: never drawn in 40 examples: {missing}"
-        latest = max(latest, *first.values())
-    assert latest <= 40
+        first = _first_draws(seed, examples=100)
+        late = sorted(kind for kind in ALL_KINDS if first.get(kind, 101) > 40)
+        assert not late, f"seed {seed}: not drawn in the first 40 examples: {late}"
 
 
 def _first_draws(seed: int, *, examples: int) -> dict[str, int]:
