@@ -89,8 +89,9 @@ def write_all(
 def write_path(
     server: APIServer, resource: ResourceType, pods: list[JSON], sw: Stopwatch
 ) -> Stopwatch:
-    """Create every pod as a client's POST does (the route calls ``_create`` and answers with
-    the stored bytes): validation, stamping, encoding, storage, watchers; no Python copy."""
+    """Create every pod as a client's POST does (the route calls ``registry.create`` and
+    answers with the stored bytes): validation, stamping, encoding, storage, watchers; no
+    Python copy."""
     create = server.registry.create
     with server.lock, sw:
         for pod in pods:
