@@ -176,7 +176,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"kubesim check: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from kubesim.scenario.run import Setup
-    from kubesim.testing.check import CheckReport, check_store
+    from kubesim.testing.check import CheckReport, NondeterminismDetected, check_store
 
     try:
         setup = Setup(pods=args.pods)
@@ -209,6 +209,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         progress.close()
         print(f"kubesim check: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except NondeterminismDetected as exc:
+        # A verdict, not a crash: the same example did not give the same outcome twice, so no
+        # replay token could be trusted. Said in one line, with what to look for.
+        progress.close()
+        if args.json:
+            print(json.dumps({"factory": args.factory, "ok": False, "nondeterministic": str(exc)}))
+        print(f"kubesim check {args.factory}: NONDETERMINISTIC: {exc}", file=sys.stderr)
+        return EXIT_EXPECTATION_FAILED
     finally:
         progress.close()
     elapsed = time.monotonic() - started

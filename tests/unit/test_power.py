@@ -299,3 +299,32 @@ def test_a_run_that_starts_its_threads_and_returns_keeps_running() -> None:
         "after 1 list(s) and no watch: a list-once store is not watching"
         in (_broken(once)["stopped-watching"])
     )
+
+
+FLIP_FLOP_STORE = """
+import itertools
+
+from models.ksm_relist import build_then_swap
+
+_calls = itertools.count()
+
+
+def Store(api_client):
+    # A correct store that kubesim cannot make deterministic: the first instance of the
+    # process shows a pod that is not there, the others do not (as if it read a wall clock).
+    store = build_then_swap(api_client)
+    if next(_calls) == 0:
+        view = store.view
+        ghost = {"metadata": {"uid": "u", "resourceVersion": "1"}}
+        store.view = lambda: {**view(), "default/ghost": ghost}
+    return store
+"""
+
+
+def test_a_store_whose_runs_differ_is_reported_as_nondeterministic(tmp_path: Path) -> None:
+    store = tmp_path / "flip_flop.py"
+    store.write_text(FLIP_FLOP_STORE, encoding="utf-8")
+    done = _kubesim("check", f"{store}:Store", "--database", ":memory:", cwd=ROOT)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"kubesim check {store}:Store: NONDETERMINISTIC:" in done.stderr
+    assert "Traceback" not in done.stderr
