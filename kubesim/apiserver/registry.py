@@ -560,30 +560,9 @@ class Registry:
             self.server.field_manager = manager
 
     # -- delete (kubesim.apiserver.deletion) ------------------------------------------------
-    def delete(
-        self,
-        resource: ResourceType,
-        namespace: str | None,
-        name: str,
-        preconditions: JSON,
-        *,
-        dry_run: bool = False,
-        whole: bool = False,
-        grace: int | None = None,
-        policy: str | None = None,
-    ) -> JSON:
-        """DELETE ``name`` (see :func:`kubesim.apiserver.deletion.delete`); the answer, a copy."""
-        return deletion.delete(
-            self,
-            resource,
-            namespace,
-            name,
-            preconditions,
-            dry_run=dry_run,
-            whole=whole,
-            grace=grace,
-            policy=policy,
-        )
+    # DELETE, with preconditions, graceful deletion and finalizers: a method of the registry
+    # whose body lives beside delete_collection in kubesim.apiserver.deletion.
+    delete = deletion.delete
 
     def commit_delete(
         self,

@@ -39,7 +39,6 @@ from kubesim.apiserver.extensions import AggregatedAPI, Component
 from kubesim.apiserver.fault_injection import FaultInjection
 from kubesim.apiserver.faults import RequestFailures
 from kubesim.apiserver.lists import (
-    ListResult,
     parse_field_selector,
     parse_label_selector,
     selected,
@@ -49,7 +48,7 @@ from kubesim.apiserver.registry import Registry
 from kubesim.apiserver.resource_types import ResourceTypes
 from kubesim.apiserver.resources import ResourceType, builtin_resources
 from kubesim.apiserver.selectors import FieldSelector, LabelSelector
-from kubesim.apiserver.storage import Event, Key, Storage, Stored
+from kubesim.apiserver.storage import Event, Storage, Stored
 from kubesim.apiserver.watch import WaitPolicy, Watcher, WatchStream
 from kubesim.apiserver.watch_cache import WatchCache
 
@@ -518,31 +517,8 @@ class APIServer(FaultInjection):
                 if selected(res, stored, labels, fields)
             ]
 
-    def list_page(
-        self,
-        resource: ResourceType,
-        *,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        rv: int | None,
-        exact: bool,
-        limit: int | None,
-        start: Key | None,
-    ) -> ListResult:
-        """One page of a list at ``rv``, from key ``start``
-        (:func:`kubesim.apiserver.lists.list_page`)."""
-        return lists.list_page(
-            self,
-            resource,
-            namespace=namespace,
-            labels=labels,
-            fields=fields,
-            rv=rv,
-            exact=exact,
-            limit=limit,
-            start=start,
-        )
+    # One page of a list at a resourceVersion, from a key (kubesim.apiserver.lists).
+    list_page = lists.list_page
 
     def _deliver(self, stored: Stored) -> None:
         for listener in self.delivery_listeners:
