@@ -48,6 +48,24 @@ def add_parsers(commands: Any) -> None:
     )
     check.add_argument("--max-steps", type=int, default=12, help="steps per scenario (12)")
     check.add_argument("--pods", type=int, default=6, help="pods the server starts with (6)")
+    check.add_argument(
+        "--kinds",
+        metavar="RESOURCES",
+        help="comma-separated resources the workload writes (jobs.batch,pods); default: the "
+        "ones the store watches, else pods",
+    )
+    check.add_argument(
+        "--objects",
+        metavar="FILE",
+        help="the starting world: a YAML or JSON manifest file, as kubectl apply -f takes it "
+        "(CRDs in it are served; new objects of its kinds are clones of its first of each)",
+    )
+    check.add_argument(
+        "--controllers",
+        action="store_true",
+        help="run the cluster's kubelets and controllers (Deployment, ReplicaSet, Job, "
+        "garbage collector, ...) in the simulation, on the virtual clock",
+    )
     faults = check.add_mutually_exclusive_group()
     faults.add_argument("--faults", metavar="KINDS", help=FAULT_HELP)
     faults.add_argument(
@@ -177,9 +195,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from kubesim.scenario.run import Setup
     from kubesim.testing.check import CheckReport, NondeterminismDetected, check_store
+    from kubesim.workload.manifests import load_manifests
 
     try:
-        setup = Setup(pods=args.pods)
+        setup = Setup(
+            pods=args.pods,
+            kinds=tuple(k.strip() for k in (args.kinds or "").split(",") if k.strip()),
+            objects=tuple(load_manifests(args.objects)) if args.objects else (),
+            controllers=args.controllers,
+        )
     except ValueError as exc:
         print(f"kubesim check: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -43,7 +43,6 @@ from kubesim.checks.recording import (
 from kubesim.scenario.steps import Key, Step
 from kubesim.sched.strategies import Preemptions
 from kubesim.sim.store import FactoryFailed
-from kubesim.workload.pods import make_pod
 
 StoreFactory = Callable[[Any], Any]
 
@@ -56,6 +55,9 @@ class StoreStoppedWatching(RuntimeError):
 # A correct store makes a handful per fault (a relist is a few pages); a loop that re-requests
 # without ever waiting would otherwise never give control back, and the run would hang.
 HOT_LOOP_REQUESTS = 1_000
+# Nodes (node-0, node-1, node-2: the ones the workload's pods name) when the cluster's
+# controllers run in the simulation (Setup.controllers).
+CONTROLLER_NODES = 3
 # Virtual seconds a store's threads may take to end after its stop() hook is called.
 STOP_GRACE = 30.0
 
@@ -94,6 +96,17 @@ class Setup:
     # The history oracle: at the end, start a fresh store from the factory against the same
     # server and compare it with the long-running one (kubesim.checks.history).
     fresh: bool = True
+    # The resources the workload writes ("jobs.batch", "pods"); empty: the ones the store
+    # watches (kubesim.scenario.workload).
+    kinds: tuple[str, ...] = ()
+    # The starting world: manifests as `kubectl apply -f` takes them (wire JSON dicts; CRDs
+    # among them are served), created before the store starts. New objects of their kinds are
+    # clones of the first of each (kubesim.workload.templates).
+    objects: tuple[dict[str, Any], ...] = ()
+    # The cluster's controllers and kubelets run in the simulation (kubesim.cluster.Cluster:
+    # three nodes, the workload controllers, the garbage collector), on the virtual clock:
+    # pods go Pending, then Running, a Job makes its pods and completes when they succeed.
+    controllers: bool = False
 
     def __post_init__(self) -> None:
         if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
@@ -101,6 +114,44 @@ class Setup:
                 "Setup needs pods >= 0, namespaces >= 1, tail_rounds >= 2; got "
                 f"pods={self.pods}, namespaces={self.namespaces}, tail_rounds={self.tail_rounds}"
             )
+        kinds: Any = self.kinds  # a str is a sequence of names too: refused, not split
+        if isinstance(kinds, str) or not all(isinstance(kind, str) and kind for kind in kinds):
+            raise ValueError(
+                "Setup(kinds=...) takes resource names such as ('jobs.batch', 'pods'); got "
+                f"kinds={self.kinds!r}"
+            )
+        from kubesim.workload.manifests import checked
+
+        # Tuples, as a replay token's JSON lists come back; checked, so a bad object is named.
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+        object.__setattr__(self, "objects", tuple(checked(self.objects)))
+
+    def world_json(self) -> dict[str, Any]:
+        """The starting world beyond pods and namespaces, for a replay token: ``kinds``,
+        ``objects`` and ``controllers`` where they are not the defaults (so the tokens of a
+        pod store stay what they were)."""
+        out: dict[str, Any] = {}
+        if self.kinds:
+            out["kinds"] = list(self.kinds)
+        if self.objects:
+            out["objects"] = list(self.objects)
+        if self.controllers:
+            out["controllers"] = True
+        return out
+
+
+def check_world(setup: Setup) -> None:
+    """Build ``setup``'s starting world once on a scratch server, so that an object the server
+    refuses or a kind kubesim cannot build is a usage error before any example runs
+    (:class:`~kubesim.workload.manifests.InvalidObjects`, a ValueError naming it)."""
+    if not setup.objects and not setup.kinds:
+        return
+    from kubesim.scenario.workload import Workload
+    from kubesim.workload.manifests import apply_manifests
+
+    server = APIServer(seed=0)
+    apply_manifests(server, setup.objects)
+    Workload(server, namespaces=setup.namespaces, declared=setup.kinds, models=setup.objects)
 
 
 class ScenarioRun:
@@ -169,6 +220,9 @@ class ScenarioRun:
         self._listed_from = 0
         self.server.delivery_listeners.append(self._delivered)
         self.server.read_hooks.append(self._read_watch)
+        from kubesim.scenario.workload import Workload
+
+        self.workload = Workload(self.server, namespaces=setup.namespaces, models=setup.objects)
 
     def _delivered(self, stored: Any) -> None:
         """Each object version the server hands the store (lock held), recorded."""
@@ -209,12 +263,28 @@ class ScenarioRun:
 
     # -- World -------------------------------------------------------------------------------
     def live_pods(self) -> list[Key]:
-        pods = self.server.resource("pods")
-        return [key for key, _ in self.server.storage.items(pods)]
+        return self.workload.live("pods")
 
     def new_pod_key(self) -> Key:
-        number = next(self._names)
-        return (f"team-{number % self.setup.namespaces}", f"web-{number:03d}")
+        return self.workload.new_key("pods", next(self._names))
+
+    def resources(self) -> list[str]:
+        return self.workload.resources()
+
+    def live(self, resource: str) -> list[Key]:
+        return self.workload.live(resource)
+
+    def new_key(self, resource: str) -> Key:
+        if resource == "pods":
+            return self.new_pod_key()
+        return self.workload.new_key(resource)
+
+    def new_object(self, resource: str, key: Key) -> Any:
+        return self.workload.new_object(resource, key)
+
+    def _workload_objects(self) -> list[tuple[str, Key]]:
+        """Every live object of the workload, resource by resource, each in key order."""
+        return [(name, key) for name in self.resources() for key in self.live(name)]
 
     def fresh_value(self) -> int:
         return next(self._values)
@@ -427,9 +497,32 @@ class ScenarioRun:
     def populate(self) -> None:
         for n in range(self.setup.namespaces):
             self.server.create("namespaces", {"metadata": {"name": f"team-{n}"}})
+        if self.setup.objects:
+            from kubesim.workload.manifests import apply_manifests
+
+            apply_manifests(self.server, self.setup.objects)
+        # Declared after the objects: a custom resource's CRD may be among them.
+        self.workload.declare(self.setup.kinds)
         for _ in range(self.setup.pods):
-            namespace, name = self.new_pod_key()
-            self.server.create("pods", _pod(namespace, name), namespace=namespace)
+            key = self.new_pod_key()
+            self.server.create("pods", self.new_object("pods", key), namespace=key[0])
+        for name in self.workload.resources():
+            if name != "pods" and not self.workload.live(name):
+                for _ in range(self.setup.pods):
+                    self.workload.create(name, self.workload.new_key(name))
+
+    def shape_workload(self) -> None:
+        """Once the store has opened its watches: the resources it watches join the workload,
+        and where its watches see none of their objects, a starting set is made in their
+        scope (:mod:`kubesim.scenario.workload`), which the store then takes in."""
+        self.watched_objects()
+        before = self.server.storage.rv
+        for name in self.workload.shaped():
+            for _ in range(self.setup.pods):
+                key = self.new_key(name)
+                self.server.create(name, self.new_object(name, key), namespace=key[0] or None)
+        if self.server.storage.rv != before:
+            self.settle()
 
     def observe(self, step: str, phase: str) -> Round:
         self._requests_at_instant = self.server.request_count
@@ -515,6 +608,7 @@ class ScenarioRun:
                         str(watcher.field_selector),
                     )
                     self._scopes[scope] = watcher
+            self.workload.learn(self._scopes.values())
             if not self._scopes:
                 pods = server.resource("pods")
                 for key, stored in server.storage.items(pods):
@@ -924,11 +1018,12 @@ class ScenarioRun:
             return "stop(): skipped (the store has no stop() hook)"
         known = {id(t) for t in self.sim.scheduler.threads}
         when = f"at round {self._round}"
-        if during_event and not during_list and self._async is None and self.live_pods():
+        objects = self._workload_objects()
+        if during_event and not during_list and self._async is None and objects:
             self._stop_on_event = True
-            namespace, name = self.live_pods()[0]
+            resource, (namespace, name) = objects[0]
             self.server.patch(
-                "pods",
+                resource,
                 name,
                 {"metadata": {"annotations": {"kubesim/stop": f"round-{self._round}"}}},
                 namespace=namespace,
@@ -1019,12 +1114,12 @@ class ScenarioRun:
             # While the store is away, its pods change, the last in key order first: a relist
             # that applies the list one object at a time in place shows a reader states that
             # never existed (the order of a list is not the order of the changes).
-            for namespace, name in reversed(self.live_pods()):
+            for resource, (namespace, name) in reversed(self._workload_objects()):
                 server.patch(
-                    "pods",
+                    resource,
                     name,
                     {"metadata": {"annotations": {"kubesim/relist": f"round-{self._round}"}}},
-                    namespace=namespace,
+                    namespace=namespace or None,
                 )
         server.create(
             "configmaps",
@@ -1073,19 +1168,20 @@ class ScenarioRun:
     def _tail(self, first: int, last: int) -> None:
         server = self.server
         for tail in range(first, last + 1):
-            for namespace, name in self.live_pods():
+            for resource, (namespace, name) in self._workload_objects():
                 server.patch(
-                    "pods",
+                    resource,
                     name,
                     {"metadata": {"annotations": {"kubesim/tail": f"round-{tail:03d}"}}},
-                    namespace=namespace,
+                    namespace=namespace or None,
                 )
             server.expire_watches()
             self._round += 1
             self._release_readers()
             self.settle()
             self.sim.advance(60)
-            self.observe(f"tail {tail}: every pod re-annotated, watches expired", "tail")
+            what = "every pod" if self.resources() == ["pods"] else "every object"
+            self.observe(f"tail {tail}: {what} re-annotated, watches expired", "tail")
 
 
 @dataclass
@@ -1121,17 +1217,6 @@ def _guarded(factory: Any, spec: str, instance: _Instance) -> Any:
             return None
 
     return build
-
-
-def _pod(namespace: str, name: str) -> Any:
-    number = int(name.rsplit("-", 1)[1])
-    return make_pod(
-        name,
-        namespace,
-        labels={"app": "web", "tier": ("frontend", "backend")[number % 2]},
-        node=f"node-{number % 3}",
-        pod_ip=f"10.1.{number // 256 % 256}.{number % 256}",
-    )
 
 
 def _active_scheduler() -> Any:
@@ -1247,7 +1332,12 @@ def run_scenario(
     )
 
     setup = setup if setup is not None else Setup()
-    sim = Simulation(seed=seed, **_schedule_options(schedule, traced))
+    options = _schedule_options(schedule, traced)
+    if setup.controllers:
+        from kubesim.cluster import Cluster
+
+        options.update(server_type=Cluster, nodes=CONTROLLER_NODES, controllers=True)
+    sim = Simulation(seed=seed, **options)
     run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec, schedule=schedule)
     recording = run.recording
     if timeline:
@@ -1260,6 +1350,7 @@ def run_scenario(
         run.populate()
         run._start_store()
         recording.hooks = hooks_of(run.store)
+        run.shape_workload()
         run._watch_reads()
         run.observe("setup", "setup")
         run.apply(steps)

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from kubesim.apiserver.server import APIServer
-from kubesim.workload.pods import make_pod
 
 Key = tuple[str, str]
 
@@ -64,6 +63,23 @@ class World(Protocol):
         """Let virtual time pass, timer by timer, the store reacting after each."""
         ...
 
+    def resources(self) -> list[str]:
+        """The resources the workload writes (``pods``, ``jobs.batch``): the ones declared,
+        else the ones the store watches, else pods (:mod:`kubesim.scenario.workload`)."""
+        ...
+
+    def live(self, resource: str) -> list[Key]:
+        """The objects of ``resource`` on the server, (namespace, name), in key order."""
+        ...
+
+    def new_key(self, resource: str) -> Key:
+        """A fresh key for a new object of ``resource`` (namespace "" if cluster-scoped)."""
+        ...
+
+    def new_object(self, resource: str, key: Key) -> Any:
+        """A new object of ``resource`` for ``key``, in the store's scope."""
+        ...
+
 
 class Step:
     """Base of every step: ``kind`` names it in :data:`STEP_KINDS`; ``apply`` runs it."""
@@ -83,16 +99,36 @@ def _pick(world: World, index: int) -> Key | None:
     return live[index % len(live)] if live else None
 
 
-def _pod(key: Key, *, labels: dict[str, str] | None = None, ip: str | None = None) -> Any:
-    namespace, name = key
-    number = int(name.rsplit("-", 1)[1]) if name.rsplit("-", 1)[-1].isdigit() else 0
-    return make_pod(
-        name,
-        namespace,
-        labels=labels or {"app": "web", "tier": ("frontend", "backend")[number % 2]},
-        node=f"node-{number % 3}",
-        pod_ip=ip or f"10.1.{number // 256 % 256}.{number % 256}",
-    )
+def _pod_on(world: World, key: Key, ip: str | None) -> Any:
+    """A new pod for ``key`` that comes up on ``ip`` (an address another pod had)."""
+    pod = world.new_object("pods", key)
+    if ip:
+        pod["status"]["podIP"] = ip
+    return pod
+
+
+def _create(world: World, resource: str, keys: list[Key]) -> None:
+    for key in keys:
+        world.server.create(resource, world.new_object(resource, key), namespace=key[0] or None)
+
+
+def _of_each(world: World, count: int) -> list[tuple[str, list[Key]]]:
+    """The first ``count`` live objects of each of the workload's resources."""
+    return [(resource, world.live(resource)[:count]) for resource in world.resources()]
+
+
+def _counts(chosen: list[tuple[str, list[Key]]]) -> str:
+    """``3 pods``, or ``3 pods, 2 jobs``: how many objects of each resource."""
+    return ", ".join(_count(len(keys), _singular(resource)) for resource, keys in chosen)
+
+
+def _singular(resource: str) -> str:
+    plural = resource.partition(".")[0]
+    if plural.endswith(("ses", "xes")):
+        return plural[:-2]  # statuses, ingresses, boxes
+    if plural.endswith("ies"):
+        return plural[:-3] + "y"  # policies
+    return plural[:-1] if plural.endswith("s") else plural
 
 
 # -- workload ----------------------------------------------------------------------------------
@@ -104,10 +140,12 @@ class CreatePods(Step):
     kind: ClassVar[str] = "create"
 
     def apply(self, world: World) -> str:
-        keys = [world.new_pod_key() for _ in range(self.count)]
-        for key in keys:
-            world.server.create("pods", _pod(key), namespace=key[0])
-        return f"create {_names(keys)}"
+        lines = []
+        for resource in world.resources():
+            keys = [world.new_key(resource) for _ in range(self.count)]
+            _create(world, resource, keys)
+            lines.append(f"create {_names(keys)}")
+        return "; ".join(lines)
 
     def __str__(self) -> str:
         return f"create {_count(self.count, 'pod')}"
@@ -122,16 +160,20 @@ class DeletePods(Step):
     kind: ClassVar[str] = "delete"
 
     def apply(self, world: World) -> str:
-        chosen = self.chosen(world)
-        if not chosen:
-            return "delete pods: none left"
-        for namespace, name in chosen:
-            world.server.delete("pods", name, namespace=namespace)
-        return f"delete {_names(chosen)}"
+        lines = []
+        for resource in world.resources():
+            chosen = self.chosen(world, resource)
+            if not chosen:
+                lines.append(f"delete {resource.partition('.')[0]}: none left")
+                continue
+            for namespace, name in chosen:
+                world.server.delete(resource, name, namespace=namespace or None)
+            lines.append(f"delete {_names(chosen)}")
+        return "; ".join(lines)
 
-    def chosen(self, world: World) -> list[Key]:
-        """The pods this step deletes: ``count`` from position ``index``, in key order."""
-        live = world.live_pods()
+    def chosen(self, world: World, resource: str = "pods") -> list[Key]:
+        """The objects this step deletes: ``count`` from position ``index``, in key order."""
+        live = world.live(resource)
         return [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
 
     def __str__(self) -> str:
@@ -172,18 +214,22 @@ class PatchLabels(Step):
     kind: ClassVar[str] = "labels"
 
     def apply(self, world: World) -> str:
-        live = world.live_pods()[: self.count]
-        for number, (namespace, name) in enumerate(live):
-            if self.remove:
-                value: str | None = None
-            elif self.unique:
-                value = f"{self.value}-{world.fresh_value()}-{number}"
-            else:
-                value = self.value
-            world.server.patch(
-                "pods", name, {"metadata": {"labels": {self.key: value}}}, namespace=namespace
-            )
-        return f"patch labels of {_count(len(live), 'pod')} ({self._what()})"
+        chosen = _of_each(world, self.count)
+        for resource, live in chosen:
+            for number, (namespace, name) in enumerate(live):
+                if self.remove:
+                    value: str | None = None
+                elif self.unique:
+                    value = f"{self.value}-{world.fresh_value()}-{number}"
+                else:
+                    value = self.value
+                world.server.patch(
+                    resource,
+                    name,
+                    {"metadata": {"labels": {self.key: value}}},
+                    namespace=namespace or None,
+                )
+        return f"patch labels of {_counts(chosen)} ({self._what()})"
 
     def _what(self) -> str:
         if self.remove:
@@ -206,10 +252,10 @@ class PatchMetadata(Step):
     kind: ClassVar[str] = "annotate"
 
     def apply(self, world: World) -> str:
-        live = world.live_pods()[: self.count]
+        chosen = _of_each(world, self.count)
         number = world.fresh_value()
         value = f"r{number}"
-        for namespace, name in live:
+        for resource, namespace, name in [(r, ns, n) for r, keys in chosen for ns, n in keys]:
             if self.owner:
                 patch: dict[str, Any] = {
                     "metadata": {
@@ -226,11 +272,11 @@ class PatchMetadata(Step):
                 }
             else:
                 patch = {"metadata": {"annotations": {self.key: None if self.remove else value}}}
-            world.server.patch("pods", name, patch, namespace=namespace)
-        return f"{self._what(len(live))}"
+            world.server.patch(resource, name, patch, namespace=namespace or None)
+        return self._what(_counts(chosen))
 
-    def _what(self, count: int) -> str:
-        pods = _count(count, "pod")
+    def _what(self, objects: int | str) -> str:
+        pods = _count(objects, "pod") if isinstance(objects, int) else objects
         if self.owner:
             return f"a new owner for {pods} (ReplicaSet web-N)"
         if self.remove:
@@ -262,6 +308,18 @@ class UpdatePodStatus(Step):
     kind: ClassVar[str] = "status"
 
     def apply(self, world: World) -> str:
+        if self.change not in STATUS_CHANGES:
+            raise ValueError(f"change must be one of {STATUS_CHANGES}, got {self.change!r}")
+        lines = [self._pod(world)]
+        for resource in world.resources():
+            if resource in _OTHER_STATUS:
+                live = world.live(resource)
+                if live:
+                    key = live[self.index % len(live)]
+                    lines.append(_OTHER_STATUS[resource](world, key, self.change, self.phase))
+        return "; ".join(lines)
+
+    def _pod(self, world: World) -> str:
         key = _pick(world, self.index)
         if key is None:
             return "update status: no pods"
@@ -274,12 +332,10 @@ class UpdatePodStatus(Step):
             ready = "True" if self.change == "ready" else "False"
             status = {"conditions": [{"type": "Ready", "status": ready}]}
             what = f"Ready={ready}"
-        elif self.change == "restart":
+        else:
             ip = f"10.2.{world.fresh_value() % 256}.{world.fresh_value() % 256}"
             status = {"podIP": ip, "podIPs": [{"ip": ip}]}
             what = f"restarted on podIP {ip}"
-        else:
-            raise ValueError(f"change must be one of {STATUS_CHANGES}, got {self.change!r}")
         world.server.patch(
             "pods", name, {"status": status}, namespace=namespace, subresource="status"
         )
@@ -328,7 +384,7 @@ class ReusePodIP(Step):
 
         if not self.racing:
             terminate()
-        world.server.create("pods", _pod(new, ip=ip or "10.9.9.9"), namespace=new[0])
+        world.server.create("pods", _pod_on(world, new, ip or "10.9.9.9"), namespace=new[0])
         if self.racing and not self.delete_old:
             terminate()
         first = "reported after" if self.racing else "terminates"
@@ -353,6 +409,83 @@ class ReusePodIP(Step):
                 f"termination is reported{then}"
             )
         return f"the pod at position {self.index} terminates and a new pod gets its podIP{then}"
+
+
+def _job_status(world: World, key: Key, change: str, phase: str) -> str:
+    """A Job's status as its pods end: ``terminate`` finishes it (``Complete`` after a pod
+    Succeeded, else ``Failed``), ``ready``/``not-ready`` counts its pod ready or not,
+    ``restart`` counts a failed pod and a new one active. Where the Job controller runs
+    (``Setup(controllers=True)``) it owns the status: the step ends or readies one of the Job's
+    pods instead, and the controller writes what follows."""
+    namespace, name = key
+    if getattr(world.server, "controllers", None) is not None:
+        pods = [
+            pod_key
+            for pod_key in world.live("pods")
+            if pod_key[0] == namespace and _owned_by_job(world, pod_key, name)
+        ]
+        if not pods:
+            return f"job {namespace}/{name}: no pod to {change}"
+        pod = pods[0][1]
+        if change in ("terminate", "restart"):
+            ended = phase if change == "terminate" else "Failed"
+            status: dict[str, Any] = {"phase": ended}
+            what = f"its pod {pod} {ended}"
+        else:
+            ready = "True" if change == "ready" else "False"
+            status = {"conditions": [{"type": "Ready", "status": ready}]}
+            what = f"its pod {pod} Ready={ready}"
+        world.server.patch(
+            "pods", pod, {"status": status}, namespace=namespace, subresource="status"
+        )
+        return f"job {namespace}/{name}: {what}"
+    now = world.server.clock.timestamp()
+    if change == "terminate":
+        done = "Complete" if phase == "Succeeded" else "Failed"
+        status = {
+            "active": 0,
+            "ready": 0,
+            ("succeeded" if done == "Complete" else "failed"): 1,
+            "startTime": now,
+            "conditions": [{"type": done, "status": "True", "lastTransitionTime": now}],
+        }
+        if done == "Complete":
+            status["completionTime"] = now
+        what = done
+    elif change in ("ready", "not-ready"):
+        status = {"active": 1, "ready": 1 if change == "ready" else 0, "startTime": now}
+        what = f"{status['ready']} ready"
+    else:
+        failed = world.server.get("jobs.batch", name, namespace=namespace).get("status", {})
+        status = {"active": 1, "failed": int(failed.get("failed", 0)) + 1, "startTime": now}
+        what = f"a pod failed ({status['failed']}), a new one active"
+    world.server.patch(
+        "jobs.batch", name, {"status": status}, namespace=namespace, subresource="status"
+    )
+    return f"update status of job {namespace}/{name}: {what}"
+
+
+def _owned_by_job(world: World, pod: Key, job: str) -> bool:
+    meta = world.server.get("pods", pod[1], namespace=pod[0])["metadata"]
+    return any(
+        ref.get("kind") == "Job" and ref.get("name") == job
+        for ref in meta.get("ownerReferences", ())
+    )
+
+
+def _node_status(world: World, key: Key, change: str, phase: str) -> str:
+    """A Node's Ready condition: ``terminate`` makes it ``Unknown`` (the kubelet stopped
+    posting), ``not-ready`` ``False``, ``ready`` and ``restart`` ``True``."""
+    name = key[1]
+    ready = {"terminate": "Unknown", "not-ready": "False"}.get(change, "True")
+    now = world.server.clock.timestamp()
+    condition = {"type": "Ready", "status": ready, "lastHeartbeatTime": now}
+    world.server.patch("nodes", name, {"status": {"conditions": [condition]}}, subresource="status")
+    return f"update status of node {name}: Ready={ready}"
+
+
+# The resources besides pods whose status a ``status`` step changes, and how.
+_OTHER_STATUS = {"jobs.batch": _job_status, "nodes": _node_status}
 
 
 # -- faults ------------------------------------------------------------------------------------
@@ -420,21 +553,22 @@ class DeleteWhileDisconnected(Step):
         if self.replaced and chosen:
             replacements = [world.new_pod_key() for _ in chosen]
             for key, ip in zip(replacements, addresses, strict=True):
-                world.server.create("pods", _pod(key, ip=ip), namespace=key[0])
+                world.server.create("pods", _pod_on(world, key, ip), namespace=key[0])
             one = len(replacements) == 1
             deleted += f"; {_names(replacements)} take{'s' if one else ''} over "
             deleted += "its podIP" if one else "their podIPs"
         if self.changed:
-            live = world.live_pods()[: self.changed]
+            rewritten = _of_each(world, self.changed)
             stamp = f"gap-{world.fresh_value()}"
-            for namespace, name in reversed(live):
-                world.server.patch(
-                    "pods",
-                    name,
-                    {"metadata": {"annotations": {"kubesim/changed": stamp}}},
-                    namespace=namespace,
-                )
-            deleted += f"; rewrite {_names(live)}"
+            for resource, live in reversed(rewritten):
+                for namespace, name in reversed(live):
+                    world.server.patch(
+                        resource,
+                        name,
+                        {"metadata": {"annotations": {"kubesim/changed": stamp}}},
+                        namespace=namespace or None,
+                    )
+            deleted += f"; rewrite {_names([key for _, live in rewritten for key in live])}"
         if self.compacted:
             world.server.compact()
             return f"{deleted} while disconnected, history compacted"
@@ -551,14 +685,14 @@ class SlowConsumerBurst(Step):
 
     def apply(self, world: World) -> str:
         world.server.set_watch_buffer(self.buffer)
-        live = world.live_pods()
+        live = [(resource, key) for resource in world.resources() for key in world.live(resource)]
         for n in range(self.events if live else 0):
-            namespace, name = live[n % len(live)]
+            resource, (namespace, name) = live[n % len(live)]
             world.server.patch(
-                "pods",
+                resource,
                 name,
                 {"metadata": {"annotations": {"kubesim/burst": str(n)}}},
-                namespace=namespace,
+                namespace=namespace or None,
             )
         closed = world.server.set_watch_buffer(self.buffer)
         world.server.set_watch_buffer(None)
@@ -704,7 +838,7 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
 
 
 def _names(keys: list[Key]) -> str:
-    shown = ", ".join(f"{ns}/{name}" for ns, name in keys[:4])
+    shown = ", ".join(f"{ns}/{name}" if ns else name for ns, name in keys[:4])
     more = f" and {len(keys) - 4} more" if len(keys) > 4 else ""
     return (shown + more) if keys else "nothing"
 

@@ -101,8 +101,9 @@ class Simulation:
     :class:`~kubesim.sched.Preemptions` with none, a fixed order); ``traced`` modules or paths
     get a scheduling point at every opcode or line (``granularity``); ``max_steps`` bounds the
     scheduling points of one settle; ``stuck_after`` (wall seconds) is how long a store thread
-    may sit still outside the simulation before it is reported; every other keyword goes to
-    the :class:`~kubesim.apiserver.server.APIServer`.
+    may sit still outside the simulation before it is reported; ``server_type`` is the
+    server's class (:class:`kubesim.Cluster`, for controllers and kubelets on the virtual
+    clock); every other keyword goes to its constructor.
 
     Failures end the simulation and are raised once, by the call that ran into them:
     :class:`StoreCrashed`, :class:`StoreBlockedOutsideSimulation`, or the scheduler's
@@ -119,6 +120,7 @@ class Simulation:
         max_steps: int = DEFAULT_MAX_STEPS,
         stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
+        server_type: type[APIServer] = APIServer,
         **server_options: Any,
     ) -> None:
         self.seed = seed
@@ -137,7 +139,7 @@ class Simulation:
             handoff_timeout=handoff_timeout,
         )
         self.server = make_atomic(
-            APIServer(
+            server_type(
                 choices=self.choices.fork("server"),
                 clock=self.clock,
                 trace=self.trace,

@@ -15,6 +15,8 @@ so the next check of the same store tries them first.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from collections import Counter
@@ -30,7 +32,13 @@ from hypothesis.errors import Flaky
 
 import kubesim
 from kubesim.checks.store import NO_READ, ORACLES, Verdict, checked_oracles, judge
-from kubesim.scenario.run import ScenarioResult, Setup, StoreFactory, run_scenario
+from kubesim.scenario.run import (
+    ScenarioResult,
+    Setup,
+    StoreFactory,
+    check_world,
+    run_scenario,
+)
 from kubesim.sched.strategies import HOT_FRACTION
 from kubesim.sim.store import StoreContractError
 from kubesim.testing.replay import Replay, python_version
@@ -210,6 +218,7 @@ def check_store(
     chosen = _checked_kinds(kinds)
     only = None if oracles is None else checked_oracles(oracles)
     setup = setup if setup is not None else Setup()
+    check_world(setup)
     spec = spec or factory_spec(factory)
     if max_time is not None and not max_time > 0:
         raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
@@ -265,6 +274,9 @@ def check_store(
     digest = f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}"
     if only is not None:
         digest += f"|{','.join(only)}"
+    world = setup.world_json()
+    if world:  # another starting world is another test (a pod store's key stays the same)
+        digest += "|" + hashlib.sha256(json.dumps(world, sort_keys=True).encode()).hexdigest()
     example._hypothesis_internal_add_digest = digest.encode()  # type: ignore[attr-defined]
     # @seed turns the example database off (it sets database=None on the test's settings), so
     # it goes inside and the settings, with the database, outside.

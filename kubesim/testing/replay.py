@@ -51,6 +51,7 @@ class Replay:
                 "pods": self.setup.pods,
                 "namespaces": self.setup.namespaces,
                 "tail_rounds": self.setup.tail_rounds,
+                **self.setup.world_json(),
             },
             "traced": list(self.traced),
             "kubesim": self.kubesim_version,

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +83,22 @@ def test_a_simulation_of_a_client_store_loads_no_admission_or_controller() -> No
     assert "kubesim.wire.routes" in loaded  # what the client speaks
     cluster = [m for m in loaded if m.startswith(("kubesim.cluster", "kubesim.admission"))]
     assert cluster == [], cluster
+
+
+def test_a_scenario_loads_the_cluster_only_when_it_asks_for_controllers() -> None:
+    pytest.importorskip("kubernetes")
+    script = """
+        import sys
+        sys.path.insert(0, {here!r})
+        import kind_stores
+        from kubesim.scenario.run import Setup, run_scenario
+        from kubesim.scenario.steps import CreatePods
+        run_scenario(kind_stores.jobs, [CreatePods(1)], seed=1, setup=Setup(controllers={on}))
+        """
+    here = str(Path(__file__).resolve().parent)
+    alone = _modules_after(script.format(here=here, on=False))
+    assert [m for m in alone if m.startswith(("kubesim.cluster", "kubesim.admission"))] == []
+    assert "kubesim.cluster.jobs" in _modules_after(script.format(here=here, on=True))
 
 
 def test_a_cluster_loads_its_parts() -> None:

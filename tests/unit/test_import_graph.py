@@ -56,8 +56,10 @@ LAYERS: dict[str, set[str]] = {
     },
 }
 _BELOW_THE_SIMULATION = set(LAYERS)
-# The property layer, the tools and the package's face may use everything below them.
-LAYERS["kubesim.scenario"] = _BELOW_THE_SIMULATION - {"kubesim.cluster", "kubesim.admission"}
+# The property layer, the tools and the package's face may use everything below them (the
+# scenario imports the cluster only for a run with controllers: tests/unit/test_core_alone.py
+# checks that a pod scenario does not).
+LAYERS["kubesim.scenario"] = set(_BELOW_THE_SIMULATION)
 LAYERS["kubesim.report"] = LAYERS["kubesim.scenario"] | {"kubesim.scenario", "kubesim"}
 LAYERS["kubesim.testing"] = LAYERS["kubesim.report"] | {"kubesim.report"}
 LAYERS["kubesim.cli"] = _BELOW_THE_SIMULATION | set(LAYERS)

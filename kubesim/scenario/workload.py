@@ -1,0 +1,237 @@
+"""The workload's kinds: which resources a scenario's steps write, and the objects they write.
+
+A store is exercised on what it lists and watches. The workload's resources are, in order:
+
+- the ones declared (``--kinds jobs.batch,pods``, ``Setup(kinds=...)``), if any;
+- else the ones the store has opened a watch on (learned at each quiescent point), leaving out
+  the cluster's own machinery (Namespaces, CRDs, APIServices, Events, Leases), which a
+  scenario does not churn under a store;
+- else pods.
+
+Each resource's objects are named ``{prefix}-{number:03d}`` with a counter of its own
+(``web-007`` for pods, ``job-002``, ``svc-001``: :func:`kubesim.workload.templates.name_prefix`),
+spread over the ``team-N`` namespaces, and built by :func:`kubesim.workload.templates.build`.
+
+**Shapes.** A store that filters (one namespace, ``app=myapp``) would see nothing of objects
+made for everyone. When the store's watches of a resource match none of its objects, the
+workload learns their scope: new objects go into the namespaces the store watches and carry the
+labels its selectors require (``=``, ``==`` and ``in`` take their first value; an existence
+requirement gets a value). The run then creates a starting set in that scope, so the store has
+something to hold from the first step on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kubesim.apiserver.server import APIServer
+from kubesim.workload.manifests import resource_name
+from kubesim.workload.pods import TIERS
+from kubesim.workload.templates import build, name_prefix
+
+Key = tuple[str, str]
+JSON = dict[str, Any]
+
+# Resources a learned workload leaves alone: the cluster's machinery, not a store's data.
+INFRASTRUCTURE = frozenset(
+    {
+        "namespaces",
+        "customresourcedefinitions.apiextensions.k8s.io",
+        "apiservices.apiregistration.k8s.io",
+        "events",
+        "events.events.k8s.io",
+        "leases.coordination.k8s.io",
+        "componentstatuses",
+    }
+)
+
+
+class Shape:
+    """Where the store looks for objects of one resource: namespaces and required labels."""
+
+    def __init__(self, namespaces: tuple[str, ...] | None, labels: Mapping[str, str]) -> None:
+        self.namespaces = namespaces
+        self.labels = dict(labels)
+
+    def holds(self, key: Key, obj: Mapping[str, Any]) -> bool:
+        """Whether an object is where this shape puts new ones."""
+        if self.namespaces is not None and key[0] not in self.namespaces:
+            return False
+        labels = obj["metadata"].get("labels") or {}
+        return all(labels.get(k) == v for k, v in self.labels.items())
+
+    def __repr__(self) -> str:
+        return f"Shape(namespaces={self.namespaces}, labels={self.labels})"
+
+
+class Workload:
+    """The resources a scenario writes and how it names and builds their objects."""
+
+    def __init__(
+        self,
+        server: APIServer,
+        *,
+        namespaces: int,
+        declared: Sequence[str] = (),
+        models: Iterable[JSON] = (),
+    ) -> None:
+        self.server = server
+        self.namespaces = namespaces
+        self._learned: list[str] = []
+        self._counters: dict[str, Iterable[int]] = {}
+        self._shapes: dict[str, Shape] = {}
+        # The objects of each kind in the user's starting world: what new ones clone, in turn,
+        # into the namespaces they are in.
+        self._models: dict[tuple[str, str], list[JSON]] = {}
+        for obj in models:
+            self._models.setdefault((obj["apiVersion"], obj["kind"]), []).append(obj)
+        self.declared: list[str] = []
+        self.declare(declared)
+
+    def canonical(self, name: str) -> str:
+        """``jobs.batch`` for "jobs", "Job", "job.batch"; a KeyError names the unknown one."""
+        return resource_name(self.server.resource(name))
+
+    def declare(self, names: Sequence[str]) -> None:
+        """The workload writes these resources (and only these) from now on. A name the server
+        does not serve, or a kind kubesim cannot build, is a ValueError naming it."""
+        from kubesim.workload.templates import NoTemplate
+
+        declared = []
+        for name in names:
+            try:
+                resource = self.server.resource(name)
+            except KeyError as exc:
+                raise ValueError(
+                    f"kinds: the server serves no resource {name!r} (a custom resource needs "
+                    "its CustomResourceDefinition in the starting objects)"
+                ) from exc
+            if not self._buildable(resource):
+                raise NoTemplate(
+                    f"kinds: kubesim has no template for {name!r}: give one such object in the "
+                    "starting world (--objects FILE.yaml, Setup(objects=[...])) to clone"
+                )
+            declared.append(resource_name(resource))
+        self.declared = declared
+
+    # -- which resources ---------------------------------------------------------------------
+    def resources(self) -> list[str]:
+        if self.declared:
+            return list(self.declared)
+        return list(self._learned) or ["pods"]
+
+    def learn(self, watchers: Iterable[Any]) -> None:
+        """The store's watches, as seen at a quiescent point: their resources join the workload
+        (pods first, then in the order first seen); a resource whose watches see none of its
+        objects when it is first seen gets a :class:`Shape`."""
+        scopes: dict[str, list[Any]] = {}
+        for watcher in watchers:
+            name = resource_name(watcher.resource)
+            if name in INFRASTRUCTURE or not self._buildable(watcher.resource):
+                continue
+            scopes.setdefault(name, []).append(watcher)
+        for name, scope in scopes.items():
+            if name in self._learned:
+                continue  # shaped when first seen only: a scope emptied later by deletes is not
+            self._learned.append(name)
+            if not self._matched(name, scope):
+                self._shapes[name] = _shape(scope, self.namespaces)
+        self._learned.sort(key=lambda name: name != "pods")  # stable: pods first
+
+    def _buildable(self, resource: Any) -> bool:
+        from kubesim.workload.templates import TEMPLATES
+
+        return (
+            (resource.group, resource.plural) in TEMPLATES
+            or resource.openapi_schema is not None
+            or bool(self._models.get((resource.api_version, resource.kind)))
+        )
+
+    def _matched(self, name: str, scope: Sequence[Any]) -> bool:
+        resource = self.server.resource(name)
+        return any(
+            watcher.matches(key, stored)
+            for key, stored in self.server.storage.items(resource)
+            for watcher in scope
+        )
+
+    def shaped(self) -> list[str]:
+        """The resources whose objects are made to fit the store's scope."""
+        return [name for name in self.resources() if name in self._shapes]
+
+    # -- objects -----------------------------------------------------------------------------
+    def live(self, name: str) -> list[Key]:
+        """The objects of ``name`` the steps act on, in key order: all of them, or for a shaped
+        resource the ones still in the store's scope (an object whose labels a step changed
+        out of it has left the store's world)."""
+        items = self.server.storage.items(self.server.resource(name))
+        shape = self._shapes.get(name)
+        if shape is None:
+            return [key for key, _ in items]
+        return [key for key, stored in items if shape.holds(key, stored.obj)]
+
+    def new_key(self, name: str, number: int | None = None) -> Key:
+        """A fresh key for ``name``: the next number of its own counter (pods pass theirs)."""
+        resource = self.server.resource(name)
+        if number is None:
+            counter = self._counters.setdefault(name, itertools.count())
+            number = next(iter(counter))
+        shape = self._shapes.get(name)
+        models = self._models.get((resource.api_version, resource.kind), [])
+        if not resource.namespaced:
+            namespace = ""
+        elif shape is not None and shape.namespaces:
+            namespace = shape.namespaces[number % len(shape.namespaces)]
+            self._ensure_namespace(namespace)
+        elif models:
+            namespace = models[number % len(models)]["metadata"].get("namespace") or "default"
+        else:
+            namespace = f"team-{number % self.namespaces}"
+        return (namespace, f"{name_prefix(resource)}-{number:03d}")
+
+    def new_object(self, name: str, key: Key) -> JSON:
+        """A new object for ``key``: a clone of the user's objects of its kind in turn (their
+        labels kept), else a template labelled like the workload's pods; either way carrying
+        the labels the store's selector requires."""
+        resource = self.server.resource(name)
+        number = _number(key[1])
+        shape = self._shapes.get(name)
+        required = shape.labels if shape is not None else {}
+        models = self._models.get((resource.api_version, resource.kind))
+        if models:
+            model = models[number % len(models)]
+            return build(resource, key[1], key[0] or None, number, dict(required), model=model)
+        labels = {"app": "web", "tier": TIERS[number % 2], **required}
+        return build(resource, key[1], key[0] or None, number, labels)
+
+    def create(self, name: str, key: Key) -> None:
+        self.server.create(name, self.new_object(name, key), namespace=key[0] or None)
+
+    def _ensure_namespace(self, namespace: str) -> None:
+        namespaces = self.server.resource("namespaces")
+        if self.server.storage.get(namespaces, ("", namespace)) is None:
+            self.server.create("namespaces", {"metadata": {"name": namespace}})
+
+
+def _number(name: str) -> int:
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _shape(scope: Sequence[Any], namespaces: int) -> Shape:
+    """Where new objects must go for ``scope`` (the store's watches of one resource) to see
+    them: its namespaces when every watch names one, the labels the first one requires."""
+    watched = {watcher.namespace for watcher in scope}
+    teams = {f"team-{n}" for n in range(namespaces)}
+    chosen: tuple[str, ...] | None = None
+    if None not in watched and not watched & teams:
+        chosen = tuple(sorted(str(ns) for ns in watched))
+    labels: dict[str, str] = {}
+    for requirement in scope[0].label_selector.requirements():
+        if requirement.operator in ("=", "==", "in") and requirement.values:
+            labels[requirement.key] = requirement.values[0]
+        elif requirement.operator == "exists":
+            labels[requirement.key] = "kubesim"
+    return Shape(chosen, labels)

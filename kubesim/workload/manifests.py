@@ -1,0 +1,132 @@
+"""A starting world from manifests, as ``kubectl apply -f`` takes them.
+
+``kubesim check --objects world.yaml`` and ``Setup(objects=[...])`` give the server these
+objects before the store starts: YAML (several documents, ``---``) or JSON, ``kind: List``
+flattened. They are created in the order a careful ``kubectl apply`` needs: CustomResource
+Definitions first (their kinds are then served), then Namespaces, then the rest in file order.
+A namespace an object names that no manifest creates is created for it, so one file of
+Deployments in ``shop`` is enough.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+JSON = dict[str, Any]
+
+# Created first, in this order: a CRD makes its kind servable; a Namespace holds the rest.
+_FIRST = ("CustomResourceDefinition", "Namespace")
+
+
+class InvalidObjects(ValueError):
+    """A starting-world object that cannot be used: which one, and what was expected."""
+
+
+def load_manifests(path: str | Path) -> list[JSON]:
+    """The objects in a YAML or JSON manifest file, ``List`` items flattened."""
+    file = Path(path)
+    try:
+        text = file.read_text("utf-8")
+    except OSError as exc:
+        raise InvalidObjects(f"--objects: cannot read {str(file)!r}: {exc.strerror}") from exc
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is a dependency
+        documents: list[Any] = [json.loads(text)]
+    else:
+        try:
+            documents = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise InvalidObjects(f"--objects: {str(file)!r} is not YAML: {exc}") from exc
+    return checked([doc for doc in documents if doc is not None], source=str(file))
+
+
+def checked(objects: Iterable[Any], *, source: str = "Setup(objects=...)") -> list[JSON]:
+    """``objects`` with ``List`` items flattened, each checked to be an object kubesim can
+    create (``apiVersion``, ``kind``, ``metadata.name``)."""
+    out: list[JSON] = []
+    for index, obj in enumerate(objects):
+        where = f"{source}: object {index + 1}"
+        if not isinstance(obj, Mapping):
+            raise InvalidObjects(f"{where} is a {type(obj).__name__}, expected a mapping")
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            out.extend(checked(obj["items"], source=f"{where} (a {obj['kind']})"))
+            continue
+        missing = [key for key in ("apiVersion", "kind") if not isinstance(obj.get(key), str)]
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str) or not name:
+            missing.append("metadata.name")
+        if missing:
+            raise InvalidObjects(
+                f"{where} lacks {', '.join(missing)} (a manifest as kubectl apply -f takes it)"
+            )
+        out.append(dict(obj))
+    return out
+
+
+def creation_order(objects: Sequence[JSON]) -> list[JSON]:
+    """CRDs, then Namespaces, then the rest, each group in its given order."""
+    ranked = sorted(
+        enumerate(objects),
+        key=lambda item: (
+            _FIRST.index(item[1]["kind"]) if item[1]["kind"] in _FIRST else len(_FIRST),
+            item[0],
+        ),
+    )
+    return [obj for _, obj in ranked]
+
+
+def apply_manifests(server: Any, objects: Sequence[JSON]) -> list[tuple[str, str | None, str]]:
+    """Create ``objects`` on ``server`` (see the module doc); returns (resource, namespace,
+    name) of each, in creation order. An object the server refuses is an
+    :class:`InvalidObjects` naming it and the server's reason."""
+    from kubesim.apiserver.status import StatusError
+
+    created: list[tuple[str, str | None, str]] = []
+    namespaces = {key[1] for key, _ in server.storage.items(server.resource("namespaces"))}
+    for obj in creation_order(objects):
+        what = f"{obj['kind']} {obj['metadata']['name']!r}"
+        try:
+            resource = _resource_of(server, obj)
+        except KeyError as exc:
+            raise InvalidObjects(
+                f"--objects: {what}: the server serves no {obj['kind']} in {obj['apiVersion']} "
+                "(a custom resource needs its CustomResourceDefinition in the same objects)"
+            ) from exc
+        namespace = None
+        if resource.namespaced:
+            namespace = obj["metadata"].get("namespace") or "default"
+            if namespace not in namespaces:
+                server.create("namespaces", {"metadata": {"name": namespace}})
+                namespaces.add(namespace)
+        try:
+            server.create(resource, obj, namespace=namespace)
+        except StatusError as exc:
+            raise InvalidObjects(f"--objects: the server refused {what}: {exc}") from exc
+        if resource.plural == "namespaces":
+            namespaces.add(obj["metadata"]["name"])
+        created.append((resource_name(resource), namespace, obj["metadata"]["name"]))
+    return created
+
+
+def _resource_of(server: Any, obj: JSON) -> Any:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    for resource in server.resource_types.all():
+        if (
+            resource.group == group
+            and resource.version == version
+            and resource.kind == obj["kind"]
+            and resource.stored_as is None
+            and not resource.review
+        ):
+            return resource
+    raise KeyError(obj["kind"])
+
+
+def resource_name(resource: Any) -> str:
+    """How kubesim names a resource in the workload: ``pods``, ``jobs.batch``."""
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
