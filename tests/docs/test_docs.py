@@ -6,7 +6,8 @@
 - ``python`` blocks of one page run in order in one namespace, so a page builds on its earlier
   blocks. A block whose first line is ``# file: NAME.py`` is the user's own module: it is written
   into a temporary directory on ``sys.path`` (and the working directory of the page's commands)
-  instead of being executed, so a page can show a store module and then use it.
+  instead of being executed, so a page can show a store module and then use it. A ``yaml``
+  block with such a header (``# file: world.yaml``) is written there too, for the commands.
 - ``python`` blocks import only from the public path (``kubesim``, ``kubesim.sched``,
   ``kubesim.sched.aio``, ``kubesim.checks``, ``kubesim.testing``, and only names in their
   ``__all__``), the standard library, installed third-party packages, and the page's own
@@ -74,7 +75,7 @@ VOLATILE = (
     (re.compile(r"trace [0-9a-f]{16}"), "trace HASH"),
     (re.compile(r"ks1\.[A-Za-z0-9_-]+"), "ks1.TOKEN"),
 )
-FILE_HEADER = re.compile(r"#\s*file:\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*\.py)\s*$")
+FILE_HEADER = re.compile(r"#\s*file:\s*(?P<name>[A-Za-z_][A-Za-z0-9_-]*\.(?:py|yaml))\s*$")
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,7 @@ def _page_dir(tmp_path: Path) -> Iterator[Path]:
 
 def _write_modules(page: str, directory: Path) -> None:
     for block in ALL_BLOCKS:
-        if block.page == page and block.kind == "python" and block.module_file:
+        if block.page == page and block.kind in ("python", "yaml") and block.module_file:
             (directory / block.module_file).write_text(block.code, encoding="utf-8")
 
 
