@@ -57,6 +57,11 @@ from kubesim.testing.strategies import ALL_KINDS, scenarios  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "bench" / "results" / "property.json"
 SMALL = "tests.unit.property_stores:reflector"
+# Stores of other kinds, at the default setup: the workload writes each of their kinds.
+MULTI_KIND = (
+    ("service registry (services + pods)", "tests.unit.kind_stores:service_registry", False),
+    ("job watcher, controllers on", "tests.unit.kind_stores:jobs", True),
+)
 
 
 @dataclass(frozen=True)
@@ -186,50 +191,69 @@ def draw_scenarios(count: int, *, seed: int, kinds: Sequence[str] = ALL_KINDS) -
 
 # -- 1. campaign rate -----------------------------------------------------------------------
 def campaign_rate(*, examples_small: int, examples_large: int, repetitions: int) -> dict[str, Any]:
-    factory = load(SMALL)
-    assert factory is not None, SMALL
     rows: list[dict[str, Any]] = []
     # Untimed warm-up: the first campaign in a process pays for imports and first calls.
-    check_store(factory, spec=SMALL, examples=3, seed=0, database=":memory:")
-    # The default campaign (memory walk and history oracle on), then each of them off.
+    warm = load(SMALL)
+    assert warm is not None, SMALL
+    check_store(warm, spec=SMALL, examples=3, seed=0, database=":memory:")
+    # The default campaign (memory walk and history oracle on), then each of them off; then
+    # stores of other kinds at the default setup.
     variants = ((True, True), (False, True), (True, False))
-    for pods, examples in ((6, examples_small), (1000, examples_large)):
-        for memory, fresh in variants if pods == 6 else variants[:2]:
-            cpu: list[float] = []
-            wall: list[float] = []
-            done = 0
-            for _ in range(repetitions):
-                wall_0, cpu_0 = time.perf_counter(), time.process_time()
-                report = check_store(
-                    factory,
-                    spec=SMALL,
-                    examples=examples,
-                    seed=0,
-                    setup=Setup(pods=pods, memory=memory, fresh=fresh),
-                    database=":memory:",
-                )
-                cpu.append(time.process_time() - cpu_0)
-                wall.append(time.perf_counter() - wall_0)
-                done = report.examples
-                if report.found is not None:
-                    raise SystemExit(f"harness problem: {SMALL} failed:\n{report.found}")
-            rows.append(
-                {
-                    "pods": pods,
-                    "memory": memory,
-                    "history": fresh,
-                    "examples": done,
-                    "cpu_seconds": cpu,
-                    "wall_seconds": wall,
-                    "examples_per_cpu_second": done / statistics.median(cpu),
-                    "examples_per_wall_second": done / statistics.median(wall),
-                }
+    runs = [
+        ("reflector", SMALL, Setup(pods=pods, memory=memory, fresh=fresh), examples)
+        for pods, examples in ((6, examples_small), (1000, examples_large))
+        for memory, fresh in (variants if pods == 6 else variants[:2])
+    ]
+    runs += [
+        (name, spec, Setup(controllers=controllers), examples_small)
+        for name, spec, controllers in MULTI_KIND
+    ]
+    for name, spec, setup, examples in runs:
+        factory = load(spec)
+        assert factory is not None, spec
+        cpu: list[float] = []
+        wall: list[float] = []
+        done = 0
+        for _ in range(repetitions):
+            wall_0, cpu_0 = time.perf_counter(), time.process_time()
+            report = check_store(
+                factory,
+                spec=spec,
+                examples=examples,
+                seed=0,
+                setup=setup,
+                database=":memory:",
             )
-    default = next(r for r in rows if r["pods"] == 6 and r["memory"] and r["history"])
+            cpu.append(time.process_time() - cpu_0)
+            wall.append(time.perf_counter() - wall_0)
+            done = report.examples
+            if report.found is not None:
+                raise SystemExit(f"harness problem: {spec} failed:\n{report.found}")
+        rows.append(
+            {
+                "store": name,
+                "pods": setup.pods,
+                "memory": setup.memory,
+                "history": setup.fresh,
+                "controllers": setup.controllers,
+                "examples": done,
+                "cpu_seconds": cpu,
+                "wall_seconds": wall,
+                "examples_per_cpu_second": done / statistics.median(cpu),
+                "examples_per_wall_second": done / statistics.median(wall),
+            }
+        )
+    default = next(
+        r
+        for r in rows
+        if r["store"] == "reflector" and r["pods"] == 6 and r["memory"] and r["history"]
+    )
     printed = [
         (
             f"reflector, {r['pods']:,} pods, memory walk {'on' if r['memory'] else 'off'}, "
-            f"history oracle {'on' if r['history'] else 'off'}",
+            f"history oracle {'on' if r['history'] else 'off'}"
+            if r["store"] == "reflector"
+            else f"{r['store']}, {r['pods']} of each kind",
             r["examples"],
             r["examples_per_cpu_second"],
             r["examples_per_wall_second"],

@@ -45,13 +45,17 @@ def test_property_bench_quick_run_exits_0_and_prints_every_table(tmp_path: Path)
     results = json.loads(output.read_text(encoding="utf-8"))
     assert {"campaign", "breakdown", "oracles", "first_failure"} <= set(results), list(results)
     # Every campaign row ran its examples, and the correct store passed them.
-    # 6 pods: the default, the memory walk off, the history oracle off; 1,000 pods: the first two.
-    assert [(r["pods"], r["memory"], r["history"]) for r in results["campaign"]["rows"]] == [
-        (6, True, True),
-        (6, False, True),
-        (6, True, False),
-        (1000, True, True),
-        (1000, False, True),
+    # 6 pods: the default, the memory walk off, the history oracle off; 1,000 pods: the first two;
+    # then the stores of several kinds (services and pods; jobs with the controllers on).
+    rows = results["campaign"]["rows"]
+    assert [(r["store"], r["pods"], r["memory"], r["history"], r["controllers"]) for r in rows] == [
+        ("reflector", 6, True, True, False),
+        ("reflector", 6, False, True, False),
+        ("reflector", 6, True, False, False),
+        ("reflector", 1000, True, True, False),
+        ("reflector", 1000, False, True, False),
+        ("service registry (services + pods)", 6, True, True, False),
+        ("job watcher, controllers on", 6, True, True, True),
     ]
     assert all(r["examples"] > 0 for r in results["campaign"]["rows"])
     # Every oracle was timed on at least one of the stores.
