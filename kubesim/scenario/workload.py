@@ -82,6 +82,7 @@ class Workload:
         self._learned: list[str] = []
         self._counters: dict[str, Iterable[int]] = {}
         self._shapes: dict[str, Shape] = {}
+        self._refused: dict[Any, str | None] = {}
         # The objects of each kind in the user's starting world: what new ones clone, in turn,
         # into the namespaces they are in.
         self._models: dict[tuple[str, str], list[JSON]] = {}
@@ -108,10 +109,12 @@ class Workload:
                     f"kinds: the server serves no resource {name!r} (a custom resource needs "
                     "its CustomResourceDefinition in the starting objects)"
                 ) from exc
-            if not self._buildable(resource):
+            refused = self._refusal(resource)
+            if refused is not None:
                 raise NoTemplate(
-                    f"kinds: kubesim has no template for {name!r}: give one such object in the "
-                    "starting world (--objects FILE.yaml, Setup(objects=[...])) to clone"
+                    f"kinds: kubesim has no template for {name!r} and the server refuses a bare "
+                    f"one ({refused}): give one such object in the starting world (--objects "
+                    "FILE.yaml, Setup(objects=[...])) and the workload clones it"
                 )
             declared.append(resource_name(resource))
         self.declared = declared
@@ -129,7 +132,7 @@ class Workload:
         scopes: dict[str, list[Any]] = {}
         for watcher in watchers:
             name = resource_name(watcher.resource)
-            if name in INFRASTRUCTURE or not self._buildable(watcher.resource):
+            if name in INFRASTRUCTURE or self._refusal(watcher.resource) is not None:
                 continue
             scopes.setdefault(name, []).append(watcher)
         for name, scope in scopes.items():
@@ -140,14 +143,29 @@ class Workload:
                 self._shapes[name] = _shape(scope, self.namespaces)
         self._learned.sort(key=lambda name: name != "pods")  # stable: pods first
 
-    def _buildable(self, resource: Any) -> bool:
+    def _refusal(self, resource: Any) -> str | None:
+        """Why the workload cannot write ``resource`` (None: it can): the server's answer to a
+        dry run of the object it would build, for a kind with no template, schema or model."""
+        from kubesim.apiserver.status import StatusError
         from kubesim.workload.templates import TEMPLATES
 
-        return (
+        if (
             (resource.group, resource.plural) in TEMPLATES
             or resource.openapi_schema is not None
-            or bool(self._models.get((resource.api_version, resource.kind)))
-        )
+            or self._models.get((resource.api_version, resource.kind))
+        ):
+            return None
+        if resource.review or resource.metrics or resource.stored_as is not None:
+            return "it stores no objects"
+        if resource not in self._refused:
+            namespace = "default" if resource.namespaced else None
+            trial = build(resource, "kubesim-trial", namespace, 0, {"app": "web"})
+            try:
+                self.server.create(resource, trial, namespace=namespace, dry_run=True)
+                self._refused[resource] = None
+            except StatusError as exc:
+                self._refused[resource] = str(exc)
+        return self._refused[resource]
 
     def _matched(self, name: str, scope: Sequence[Any]) -> bool:
         resource = self.server.resource(name)

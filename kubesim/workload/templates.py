@@ -12,11 +12,14 @@ and watches (:mod:`kubesim.scenario.workload`). Each new object comes from, in t
    StatefulSets, DaemonSets, PersistentVolumeClaims, ServiceAccounts, Ingresses;
 3. the kind's **schema** (a custom resource's ``openAPIV3Schema``): every required field,
    recursively, with the simplest value its type allows (the first of an ``enum``, the
-   ``minimum`` of a number), and a ``spec`` when the schema has one.
+   ``minimum`` of a number), and a ``spec`` when the schema has one;
+4. else the bare object (``apiVersion``, ``kind``, ``metadata``), which many kinds accept
+   (Roles, ConfigMaps, Leases, ...). The workload tries it on the server with a dry run first:
+   a kind that refuses it (a RoleBinding needs its ``roleRef``) is a :class:`NoTemplate`
+   error naming the way out (``--objects``).
 
 Every template is a pure function of the key and a number: no randomness, so the same scenario
-writes the same bytes. A kind kubesim has no way to build (a built-in kind with no template and
-no model) is a :class:`NoTemplate` error naming the way out (``--objects``).
+writes the same bytes.
 """
 
 from __future__ import annotations
@@ -253,16 +256,10 @@ def build(
     known = TEMPLATES.get((resource.group, resource.plural))
     if known is not None:
         return known[1](name, namespace, number, labels)
-    if resource.openapi_schema is not None:
-        obj = from_schema(resource.openapi_schema)
-        obj.update(apiVersion=resource.api_version, kind=resource.kind)
-        obj["metadata"] = _meta(name, namespace if resource.namespaced else None, labels)
-        return obj
-    raise NoTemplate(
-        f"kubesim has no template for {resource.kind} ({resource.plural}"
-        f"{'.' + resource.group if resource.group else ''}): give one such object in the "
-        "starting world (--objects FILE.yaml, Setup(objects=[...])) and the workload clones it"
-    )
+    obj = from_schema(resource.openapi_schema) if resource.openapi_schema is not None else {}
+    obj.update(apiVersion=resource.api_version, kind=resource.kind)
+    obj["metadata"] = _meta(name, namespace if resource.namespaced else None, labels)
+    return obj
 
 
 # Fields the server sets: a clone drops them, as `kubectl apply` of an exported object would.

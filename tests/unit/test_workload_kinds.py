@@ -152,6 +152,15 @@ def test_controllers_run_a_job_to_completion_on_the_virtual_clock() -> None:
     assert conditions.get("Complete") == "True", job["status"]
 
 
+def test_a_kind_with_no_template_is_written_bare_when_the_server_takes_it() -> None:
+    setup = Setup(kinds=("roles",))
+    result = run_scenario(stores.jobs, [CreatePods(1), PatchLabels(1)], seed=1, setup=setup)
+    assert result.lines == [
+        "create team-0/role-006",
+        "patch labels of 1 role (version=v2)",
+    ]
+
+
 def test_a_replay_token_carries_the_starting_world() -> None:
     objects = tuple(load_manifests(WIDGETS))
     setup = Setup(objects=objects, kinds=("widgets.example.com",), controllers=True)
@@ -179,8 +188,8 @@ def test_bad_starting_worlds_are_named() -> None:
         Setup(kinds="pods")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="serves no resource 'gizmos'"):
         check_store(stores.jobs, examples=1, setup=Setup(kinds=("gizmos",)))
-    with pytest.raises(NoTemplate, match="no template for 'roles"):
-        check_store(stores.jobs, examples=1, setup=Setup(kinds=("roles",)))
+    with pytest.raises(NoTemplate, match=r"no template for 'tokenreviews'.*stores no objects"):
+        check_store(stores.jobs, examples=1, setup=Setup(kinds=("tokenreviews",)))
     widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     with pytest.raises(InvalidObjects, match=r"serves no Widget.*CustomResourceDefinition"):
         check_store(stores.jobs, examples=1, setup=Setup(objects=(widget,)))
