@@ -207,6 +207,8 @@ class ScenarioRun:
         self._watches_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
+        # The same for the store's lists: its scope while it has never watched (a poller).
+        self._list_scopes: dict[tuple[str, str | None, str, str], Any] = {}
         self.server.request_listeners.append(self._count_request)
         self._stop_armed = False
         # A stop step waiting for the store to read a watch event (see _delivered).
@@ -589,7 +591,7 @@ class ScenarioRun:
 
     def watched_objects(self) -> dict[str, Observed]:
         """What the server holds within the scope of the watches the store has opened in this
-        run (pods if none yet).
+        run (of its lists, if it never watched; pods if it did neither yet).
 
         Every scope seen open at a quiescent point is remembered, not only the watches open
         now: a store with several watches (one reflector per namespace) may have one of them
@@ -609,6 +611,13 @@ class ScenarioRun:
                     )
                     self._scopes[scope] = watcher
             self.workload.learn(self._scopes.values())
+            if not self._scopes and self._list_scopes:
+                # A store that only lists (it polls): what it lists is what it holds.
+                for scope in self._list_scopes.values():
+                    for key, stored in server.storage.items(scope.resource):
+                        if scope.matches(key, stored):
+                            out[object_key(key)] = observe(stored.obj)
+                return out
             if not self._scopes:
                 pods = server.resource("pods")
                 for key, stored in server.storage.items(pods):
@@ -1086,6 +1095,19 @@ class ScenarioRun:
                 strategy.cool(current.id)
         if listing:
             self._listed_from = self.server.storage.rv
+            from kubesim.scenario.workload import ListScope
+
+            scope = ListScope.of(self.server, request.path, query)
+            if scope is not None:
+                key = (
+                    scope.resource.plural,
+                    scope.namespace,
+                    str(scope.label_selector),
+                    str(scope.field_selector),
+                )
+                with self.server.lock:
+                    self._list_scopes[key] = scope
+                    self.workload.learn([scope])
         if listing and self._readers_armed:
             self._release_deferred()
         if self._stop_armed and listing:

@@ -3,9 +3,9 @@
 A store is exercised on what it lists and watches. The workload's resources are, in order:
 
 - the ones declared (``--kinds jobs.batch,pods``, ``Setup(kinds=...)``), if any;
-- else the ones the store has opened a watch on (learned at each quiescent point), leaving out
-  the cluster's own machinery (Namespaces, CRDs, APIServices, Events, Leases), which a
-  scenario does not churn under a store;
+- else the ones the store has listed or opened a watch on (learned at each list it makes and at
+  each quiescent point), leaving out the cluster's own machinery (Namespaces, CRDs,
+  APIServices, Events, Leases), which a scenario does not churn under a store;
 - else pods.
 
 Each resource's objects are named ``{prefix}-{number:03d}`` with a counter of its own
@@ -23,6 +23,8 @@ something to hold from the first step on.
 from __future__ import annotations
 
 import itertools
+import re
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +48,55 @@ INFRASTRUCTURE = frozenset(
         "componentstatuses",
     }
 )
+
+
+# A list's path: /api/v1[/namespaces/NS]/PLURAL or /apis/GROUP/VERSION[/namespaces/NS]/PLURAL.
+_LIST_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<namespace>[^/]+))?/(?P<plural>[^/]+)/?$"
+)
+
+
+class ListScope:
+    """What a list request asked for (its resource, namespace and selectors), in the shape of a
+    watch's scope, so the workload learns from a store that polls as from one that watches."""
+
+    def __init__(
+        self, resource: Any, namespace: str | None, label_selector: Any, field_selector: Any
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+
+    @classmethod
+    def of(cls, server: APIServer, path: str, query: str) -> ListScope | None:
+        """The scope of a list at ``path``; None for any other request, or an unknown one."""
+        from kubesim.apiserver.selectors import FieldSelector, LabelSelector, SelectorError
+
+        match = _LIST_PATH.match(path)
+        if match is None:
+            return None
+        group, version = match["group"] or "", match["version"] or "v1"
+        resource = server.resource_types.lookup(group, version, match["plural"])
+        if resource is None:
+            return None
+        parameters = urllib.parse.parse_qs(query)
+        try:
+            labels = LabelSelector.parse(parameters.get("labelSelector", [""])[0])
+            fields = FieldSelector.parse(parameters.get("fieldSelector", [""])[0])
+        except SelectorError:
+            return None  # the server answers it with a 400: nothing to learn
+        return cls(resource, match["namespace"], labels, fields)
+
+    def matches(self, key: Key, stored: Any) -> bool:
+        if self.namespace is not None and key[0] != self.namespace:
+            return False
+        if not self.label_selector.matches(stored.obj["metadata"].get("labels")):
+            return False
+        return self.field_selector.empty() or bool(
+            self.field_selector.matches(self.resource.fields_of(stored.obj))
+        )
 
 
 class Shape:

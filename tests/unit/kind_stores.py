@@ -145,3 +145,26 @@ def widgets(api_client: client.ApiClient) -> Reflector:
     return Reflector(
         functools.partial(custom.list_cluster_custom_object, "example.com", "v1", "widgets")
     )
+
+
+class ConfigPoller:
+    """Lists the ConfigMaps of ``settings`` labelled ``role=config`` every 10 s, as a store
+    that polls instead of watching does."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.core = client.CoreV1Api(api_client)
+        self.cache: dict[str, dict[str, Any]] = {}
+
+    def run(self) -> None:
+        while True:
+            try:
+                response = self.core.list_namespaced_config_map(
+                    "settings", label_selector="role=config", _preload_content=False
+                )
+                self.cache = {_key(obj): obj for obj in json.loads(response.data)["items"]}
+            except client.ApiException:
+                pass  # polled again in 10 s
+            time.sleep(10)
+
+    def view(self) -> dict[str, dict[str, Any]]:
+        return dict(self.cache)

@@ -232,3 +232,11 @@ def test_the_command_line_takes_kinds_objects_and_controllers(tmp_path: Path) ->
     unknown = _kubesim("check", "tests/unit/kind_stores.py:jobs", "--kinds", "gizmos")
     assert unknown.returncode == 2
     assert "serves no resource 'gizmos'" in unknown.stderr
+
+
+def test_a_store_that_polls_is_learned_from_its_lists() -> None:
+    result = run_scenario(stores.ConfigPoller, [CreatePods(1), AdvanceTime(10)], seed=1)
+    assert result.recording.failure is None
+    assert result.lines[0] == "create settings/config-006"
+    _, server = _final(result)
+    assert len(server) == 7, server  # 6 made in its scope when it first listed, and one more
