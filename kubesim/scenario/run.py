@@ -623,11 +623,22 @@ class ScenarioRun:
                 for key, stored in server.storage.items(pods):
                     out[object_key(key)] = observe(stored.obj)
                 return out
-            for watcher in self._scopes.values():
+            for watcher in self._judged_scopes():
                 for key, stored in server.storage.items(watcher.resource):
                     if watcher.matches(key, stored):
                         out[object_key(key)] = observe(stored.obj)
         return out
+
+    def _judged_scopes(self) -> list[Any]:
+        """The watch scopes whose objects the store's view is judged against: all of them, but
+        the cluster's machinery (CRDs, Namespaces, APIServices: kopf watches CRDs to follow
+        its resources' definitions) when the store also watches a resource of its own."""
+        from kubesim.scenario.workload import INFRASTRUCTURE
+        from kubesim.workload.manifests import resource_name
+
+        scopes = list(self._scopes.values())
+        own = [w for w in scopes if resource_name(w.resource) not in INFRASTRUCTURE]
+        return own or scopes
 
     def pod_scopes(self) -> list[tuple[str | None, Callable[[Any], bool]]]:
         """One (namespace, predicate) per distinct scope of the store's pod watches."""
