@@ -22,7 +22,7 @@ from kubesim.apiserver.selectors import (
     escape_field_value,
 )
 from kubesim.apiserver.storage import Key, Stored
-from kubesim.apiserver.watch_cache import too_large_resource_version
+from kubesim.apiserver.watch_cache import TOO_LARGE_WAIT, too_large_resource_version
 
 if TYPE_CHECKING:
     from kubesim.apiserver.server import APIServer
@@ -37,6 +37,9 @@ class ListResult:
     resource_version: int
     continue_token: str | None
     remaining: int | None
+    # Seconds the answer took: a consistent list that waited for a watch cache behind storage
+    # before it fell back to storage (ConsistentListFromCache; see list_page).
+    took: float = 0.0
 
 
 def list_page(
@@ -57,10 +60,16 @@ def list_page(
     not ``exact`` (NotOlderThan) are served from the watch cache, which is storage itself
     unless :meth:`~kubesim.apiserver.server.APIServer.stall_watch_cache` stopped it at an older
     RV, or the request went to a lagging replica's
-    (:meth:`~kubesim.apiserver.server.APIServer.lag_replica`).
+    (:meth:`~kubesim.apiserver.server.APIServer.lag_replica`). With
+    ``server.consistent_list_from_cache`` (1.31+), a consistent list's first page goes to the
+    watch cache too: one behind storage is waited for (``TOO_LARGE_WAIT``), then the list falls
+    back to storage, current, with :attr:`ListResult.took` saying how long it took.
     """
     with server.lock:
         storage = server.storage
+        consistent = rv is None and start is None and server.consistent_list_from_cache
+        behind = consistent and server.serving_cache().stalled_at is not None
+        took = TOO_LARGE_WAIT if behind else 0.0
         from_cache = rv is not None and (rv == 0 or not exact)
         stalled_at = (server.serving_cache() if from_cache else server.watch_cache).stalled_at
         if stalled_at is not None and rv is not None and (rv == 0 or not exact):
@@ -105,7 +114,7 @@ def list_page(
             for stored in items:
                 for listener in server.delivery_listeners:
                     listener(stored)
-        return ListResult(resource, items, list_rv, token, remaining_count)
+        return ListResult(resource, items, list_rv, token, remaining_count, took)
 
 
 def parse_label_selector(text: str) -> LabelSelector:

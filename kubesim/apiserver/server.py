@@ -123,6 +123,7 @@ class APIServer(FaultInjection):
         min_request_timeout: float = DEFAULT_MIN_REQUEST_TIMEOUT,
         watch_buffer: int | None = DEFAULT_WATCH_BUFFER,
         watch_list: bool = True,
+        consistent_list_from_cache: bool = True,
         expired_reason: str = "Expired",
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         wait_policy: WaitPolicy | None = None,
@@ -190,6 +191,11 @@ class APIServer(FaultInjection):
         self.replica_pinned = False  # every request the cache serves goes to the replica
         self._replica_choice_source = self.choices.fork("replica")
         self.watch_list = watch_list
+        # ConsistentListFromCache (beta and on from 1.31): a list with no resourceVersion is
+        # served by the watch cache once it has caught up with storage; one that has not within
+        # its 3 s wait falls back to storage. So a stalled or lagging cache makes a consistent
+        # list slow, never stale (kubesim.apiserver.lists.list_page).
+        self.consistent_list_from_cache = consistent_list_from_cache
         # Whether allowWatchBookmarks is honoured (servers before 1.15 send none): see
         # kubesim.apiserver.versions.
         self.bookmarks = True

@@ -11,7 +11,11 @@ works against another, and each is a knob of :class:`~kubesim.apiserver.server.A
   server sends none, so a quiet watch is silent until it times out (and a client read timeout
   shorter than that fires);
 - **watch-list** (``sendInitialEvents``, KEP-3157): refused with 422 while the ``WatchList``
-  feature gate is off, before it went on by default.
+  feature gate is off, before it went on by default;
+- **consistent reads from cache** (``ConsistentListFromCache``, KEP-2340, on from 1.31): a list
+  with no resourceVersion is served by the watch cache once it has caught up with etcd, after
+  up to 3 s of waiting for one behind, then by etcd; before, straight from etcd. A store meets
+  the difference as a consistent list that takes 3 s while the watch cache lags.
 
 :data:`SERVER_VERSIONS` names one profile per behaviour worth telling apart. A scenario switches
 the server to one with the ``server-version`` step (a cluster upgraded or rolled back under the
@@ -32,6 +36,7 @@ class ServerVersion:
     expired_reason: str  # the 410's reason in a watch's ERROR event: "Expired" or "Gone"
     bookmarks: bool  # allowWatchBookmarks honoured
     watch_list: bool  # sendInitialEvents served (the WatchList gate on)
+    consistent_list_from_cache: bool  # the ConsistentListFromCache gate on
     summary: str
 
     def apply(self, server: Any) -> None:
@@ -40,16 +45,26 @@ class ServerVersion:
             server.expired_reason = self.expired_reason
             server.bookmarks = self.bookmarks
             server.watch_list = self.watch_list
+            server.consistent_list_from_cache = self.consistent_list_from_cache
             server.trace.record("fault", "server_version", self.name)
 
 
 SERVER_VERSIONS: dict[str, ServerVersion] = {
     version.name: version
     for version in (
-        ServerVersion("1.14", "Gone", False, False, "410 Gone, no bookmarks, no watch-list"),
-        ServerVersion("1.17", "Gone", True, False, "410 Gone, bookmarks, no watch-list"),
-        ServerVersion("1.27", "Expired", True, False, "410 Expired, bookmarks, no watch-list"),
-        ServerVersion("1.33", "Expired", True, True, "410 Expired, bookmarks, watch-list"),
+        ServerVersion("1.14", "Gone", False, False, False, "410 Gone, no bookmarks, no watch-list"),
+        ServerVersion("1.17", "Gone", True, False, False, "410 Gone, bookmarks, no watch-list"),
+        ServerVersion(
+            "1.27", "Expired", True, False, False, "410 Expired, bookmarks, no watch-list"
+        ),
+        ServerVersion(
+            "1.33",
+            "Expired",
+            True,
+            True,
+            True,
+            "410 Expired, bookmarks, watch-list, consistent lists from the watch cache",
+        ),
     )
 }
 """The profiles, oldest first. The default server behaves as the newest."""

@@ -61,6 +61,12 @@ def add_parsers(commands: Any) -> None:
         "(CRDs in it are served; new objects of its kinds are clones of its first of each)",
     )
     check.add_argument(
+        "--server-version",
+        metavar="VERSION",
+        help="the API server release the runs start as (1.14, 1.17, 1.27; default: the newest, "
+        "1.33): the 410's reason, bookmarks, watch-list, consistent lists from the watch cache",
+    )
+    check.add_argument(
         "--controllers",
         action="store_true",
         help="run the cluster's kubelets and controllers (Deployment, ReplicaSet, Job, "
@@ -203,6 +209,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             kinds=tuple(k.strip() for k in (args.kinds or "").split(",") if k.strip()),
             objects=tuple(load_manifests(args.objects)) if args.objects else (),
             controllers=args.controllers,
+            server_version=args.server_version,
         )
     except ValueError as exc:
         print(f"kubesim check: {exc}", file=sys.stderr)

@@ -107,6 +107,9 @@ class Setup:
     # three nodes, the workload controllers, the garbage collector), on the virtual clock:
     # pods go Pending, then Running, a Job makes its pods and completes when they succeed.
     controllers: bool = False
+    # The API server release the run starts as (kubesim.apiserver.versions: "1.14", "1.17",
+    # "1.27", "1.33"); None: the newest. A server-version step may still change it.
+    server_version: str | None = None
 
     def __post_init__(self) -> None:
         if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
@@ -120,6 +123,10 @@ class Setup:
                 "Setup(kinds=...) takes resource names such as ('jobs.batch', 'pods'); got "
                 f"kinds={self.kinds!r}"
             )
+        if self.server_version is not None:
+            from kubesim.apiserver.versions import server_version
+
+            server_version(self.server_version)  # a ValueError names the known ones
         from kubesim.workload.manifests import checked
 
         # Tuples, as a replay token's JSON lists come back; checked, so a bad object is named.
@@ -128,8 +135,8 @@ class Setup:
 
     def world_json(self) -> dict[str, Any]:
         """The starting world beyond pods and namespaces, for a replay token: ``kinds``,
-        ``objects`` and ``controllers`` where they are not the defaults (so the tokens of a
-        pod store stay what they were)."""
+        ``objects``, ``controllers`` and ``server_version`` where they are not the defaults
+        (so the tokens of a pod store stay what they were)."""
         out: dict[str, Any] = {}
         if self.kinds:
             out["kinds"] = list(self.kinds)
@@ -137,6 +144,8 @@ class Setup:
             out["objects"] = list(self.objects)
         if self.controllers:
             out["controllers"] = True
+        if self.server_version is not None:
+            out["server_version"] = self.server_version
         return out
 
 
@@ -1377,6 +1386,10 @@ def run_scenario(
         stops: list[Any] = []
         recording.stops = stops
         sim.scheduler.observer = stops.append
+    if setup.server_version is not None:
+        from kubesim.apiserver.versions import server_version
+
+        server_version(setup.server_version).apply(sim.server)
     patches = contextlib.ExitStack()
     try:
         patches.enter_context(_default_clients(sim.server))

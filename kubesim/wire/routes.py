@@ -113,7 +113,8 @@ class Response:
     # documents are written by handlers of their own, without one.
     raw: bool = False
     # Seconds of the server's time the answer took: the watch cache waits up to 3 s for a
-    # resourceVersion it has not reached before it answers "Too large resource version". An
+    # resourceVersion it has not reached before it answers "Too large resource version", and a
+    # consistent list as long for a cache behind storage before it falls back to storage. An
     # in-process transport on virtual time waits that long, then asks again (the cache may
     # have caught up); elsewhere the answer is immediate.
     wait: float = 0.0
@@ -1034,8 +1035,8 @@ def _list(
         start=start,
     )
     if table is not None:
-        return Response(200, tables.list_table(server, page, table))
-    return Response(200, _encode_list(page))
+        return Response(200, tables.list_table(server, page, table), wait=page.took)
+    return Response(200, _encode_list(page), wait=page.took)
 
 
 def _encode_list(page: Any) -> bytes:

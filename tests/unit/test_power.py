@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kubesim.checks.store import judge
-from kubesim.scenario.run import ScenarioResult, run_scenario
+from kubesim.scenario.run import ScenarioResult, Setup, run_scenario
 from kubesim.scenario.steps import (
     ChangeServerVersion,
     ChurnPods,
@@ -172,6 +172,13 @@ def test_an_older_server_says_gone_and_a_store_that_knows_only_expired_loops() -
     # Against today's servers ("Expired") the same store relists.
     modern = [CompactHistory(), ExpireWatches(with_error=True)]
     assert _broken(_run("models.expiry_reason:expired_by_reason", modern)) == {}
+    # A run that starts as the older server (kubesim check --server-version 1.17) needs no step.
+    older = Setup(server_version="1.17")
+    assert "converge" in _broken(
+        _run("models.expiry_reason:expired_by_reason", modern, setup=older)
+    )
+    with pytest.raises(ValueError, match="server version must be one of"):
+        Setup(server_version="2.0")
 
 
 def test_a_relist_served_by_a_lagging_replica_takes_the_store_back_in_time() -> None:

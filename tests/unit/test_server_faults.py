@@ -142,6 +142,52 @@ def test_a_stalled_cache_serves_stale_lists_for_resource_version_zero(server: AP
     assert names(request(server, "GET", PODS + "?resourceVersion=0").json()) == ["new"]
 
 
+def test_a_consistent_list_waits_for_a_stalled_cache_then_is_current_from_1_31(
+    server: APIServer,
+) -> None:
+    from kubesim.apiserver.versions import server_version
+    from kubesim.apiserver.watch_cache import TOO_LARGE_WAIT
+
+    server.create("pods", pod("old"), namespace="default")
+    server.stall_watch_cache()
+    server.create("pods", pod("new"), namespace="default")
+    slow = request(server, "GET", PODS)
+    assert slow.wait == TOO_LARGE_WAIT  # the cache's wait for storage's version, then storage
+    assert names(slow.json()) == ["new", "old"]
+    assert request(server, "GET", PODS + "?limit=1").wait == TOO_LARGE_WAIT
+    assert request(server, "GET", PODS + "?resourceVersion=0").wait == 0.0  # stale, at once
+    server_version("1.27").apply(server)  # before ConsistentListFromCache: straight from etcd
+    assert request(server, "GET", PODS).wait == 0.0
+    server_version("1.33").apply(server)
+    server.resume_watch_cache()
+    assert request(server, "GET", PODS).wait == 0.0  # a cache that has caught up answers now
+
+
+def test_a_consistent_list_takes_the_cache_s_wait_in_virtual_time() -> None:
+    pytest.importorskip("kubernetes")
+    from kubernetes import client
+
+    from kubesim import Simulation
+
+    with Simulation(seed=1) as sim:
+        sim.server.create("pods", pod("a"), namespace="default")
+        core = client.CoreV1Api(sim.kubernetes_client())
+        took: list[float] = []
+
+        def lists() -> None:
+            for _ in range(2):
+                began = sim.server.clock.now()
+                core.list_namespaced_pod("default")
+                took.append(sim.server.clock.now() - began)
+                sim.server.resume_watch_cache()
+
+        sim.server.stall_watch_cache()
+        sim.start(lists)  # runs until the thread waits: in the list, for 3 virtual seconds
+        assert took == []
+        sim.advance(10)
+        assert took == [3.0, 0.0]
+
+
 def test_a_stalled_cache_answers_too_large_for_newer_resource_versions(server: APIServer) -> None:
     stalled_at = server.stall_watch_cache()
     server.create("pods", pod("a"), namespace="default")

@@ -163,7 +163,9 @@ def test_a_kind_with_no_template_is_written_bare_when_the_server_takes_it() -> N
 
 def test_a_replay_token_carries_the_starting_world() -> None:
     objects = tuple(load_manifests(WIDGETS))
-    setup = Setup(objects=objects, kinds=("widgets.example.com",), controllers=True)
+    setup = Setup(
+        objects=objects, kinds=("widgets.example.com",), controllers=True, server_version="1.17"
+    )
     replay = Replay(
         factory="tests/unit/kind_stores.py:widgets",
         steps=(CreatePods(1),),
