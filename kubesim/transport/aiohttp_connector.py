@@ -24,7 +24,9 @@ Ends of a watch, as aiohttp over a socket reports them:
 
 :func:`patch_aiohttp` routes every ``TCPConnector`` (the one a ``ClientSession()`` makes for
 itself, or one a store passes) to the simulation for ``kubesim.invalid`` during the block,
-sessions made before it included; other hosts connect as before. kubernetes_asyncio and kopf do
+sessions made before it included; other hosts connect as before (a connector made inside the
+block without a resolver resolves them with aiohttp's ``ThreadedResolver``: aiodns' would start
+a process-wide thread). kubernetes_asyncio and kopf do
 not come this way: they have sessions of their own kind
 (:mod:`kubesim.transport.kubernetes_asyncio_client`).
 """
@@ -34,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -287,8 +290,12 @@ def patch_aiohttp() -> Iterator[None]:
     block reach the server routed then, in-process; other hosts connect as before. Restored
     afterwards; blocks nest."""
     aiohttp = _aiohttp()
+    connector_module = importlib.import_module("aiohttp.connector")
+    threaded_resolver = importlib.import_module("aiohttp.resolver").ThreadedResolver
+
     connector_class = aiohttp.TCPConnector
     original = connector_class.__dict__["_create_connection"]
+    default_resolver = connector_module.DefaultResolver
 
     async def _create_connection(self: Any, req: Any, traces: Any, timeout: Any) -> Any:
         if is_kubesim_host(req.host):
@@ -296,10 +303,16 @@ def patch_aiohttp() -> Iterator[None]:
         return await original(self, req, traces, timeout)
 
     connector_class._create_connection = _create_connection
+    # With aiodns installed a connector's default resolver is pycares', whose channels are
+    # destroyed by a process-wide thread started on first use that blocks on a real queue
+    # forever: started inside a simulation, it is a thread kubesim cannot schedule. The
+    # threaded resolver starts nothing until it resolves a name (never, for kubesim.invalid).
+    connector_module.DefaultResolver = threaded_resolver
     try:
         yield
     finally:
         connector_class._create_connection = original
+        connector_module.DefaultResolver = default_resolver
 
 
 __all__ = ["MemoryTransport", "kubesim_connector", "patch_aiohttp"]
