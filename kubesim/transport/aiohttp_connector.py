@@ -290,7 +290,7 @@ def patch_aiohttp() -> Iterator[None]:
     block reach the server routed then, in-process; other hosts connect as before. Restored
     afterwards; blocks nest."""
     aiohttp = _aiohttp()
-    connector_module = importlib.import_module("aiohttp.connector")
+    connector_module: Any = importlib.import_module("aiohttp.connector")
     threaded_resolver = importlib.import_module("aiohttp.resolver").ThreadedResolver
 
     connector_class = aiohttp.TCPConnector
