@@ -57,11 +57,13 @@ def test_a_lightkube_pod_cache_passes() -> None:
 
 @pytest.mark.usefixtures("lightkube")
 def test_a_lightkube_cache_whose_relist_merges_keeps_a_deleted_pod_and_is_caught() -> None:
-    done = kubesim_check("lightkube_pods.py:merging")
+    done = kubesim_check("lightkube_pods.py:merging", "--faults", "delete-in-gap")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "phantom(s) the server no longer has (missed deletes)" in done.stdout, done.stdout
     assert "\nconverge: " in done.stdout  # the properties it breaks, each a line of its own
     assert "\nhistory: " in done.stdout
+    # Shrunk to the one step that shows it: a delete the watch never reports.
+    assert "scenario (1 steps):\n  1. delete team-0/web-000 while disconnected\n" in done.stdout
     assert "replay: kubesim replay ks1." in done.stdout
 
 
