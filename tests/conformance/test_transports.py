@@ -560,3 +560,29 @@ def test_a_read_timeout_raises_the_librarys_timeout_error(
     if library.startswith("httpx") or library == "aiohttp":  # urllib3's names its pool
         assert str(watched.error) == str(theirs.error)
     assert watched.lines == theirs.lines == []
+
+
+# -- routing: which server a client built under the patch reaches -------------------------------
+def test_a_client_reaches_the_server_routed_when_it_sends_and_none_after() -> None:
+    httpx = pytest.importorskip("httpx")
+    from kubesim.transport.routing import NoServerRouted
+
+    first, second = populated(), APIServer(seed=2)
+    with patch_http_clients(first):
+        client = httpx.Client(base_url=KUBESIM)  # as kr8s caches one across simulations
+        assert client.get(PODS).json()["items"]
+    with patch_http_clients(second):
+        assert client.get(PODS).json()["items"] == []  # the server of the block it is sent in
+    with pytest.raises(NoServerRouted, match="no kubesim server routed"):
+        client.get(PODS)
+
+
+def test_a_library_without_the_seam_is_named() -> None:
+    import types
+
+    from kubesim.transport.httpx_transport import transport_classes
+    from kubesim.transport.routing import UnsupportedClient
+
+    old = types.ModuleType("httpx_old")
+    with pytest.raises(UnsupportedClient, match=r"httpx_old .* has no BaseTransport"):
+        transport_classes(old)
