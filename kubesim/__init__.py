@@ -53,6 +53,7 @@ if _typing.TYPE_CHECKING:
     )
     from kubesim.sim.threads import controlled_server
     from kubesim.transport.http import HTTPTransport
+    from kubesim.transport.http_clients import patch_http_clients
     from kubesim.transport.kubernetes_asyncio_client import (
         kubernetes_asyncio_client,
         patch_kubernetes_asyncio,
@@ -98,6 +99,7 @@ _EXPORTS = {
     "kubernetes_asyncio_client": "kubesim.transport.kubernetes_asyncio_client",
     "kubernetes_client": "kubesim.transport.kubernetes_client",
     "make_pod": "kubesim.workload.pods",
+    "patch_http_clients": "kubesim.transport.http_clients",
     "patch_kubernetes": "kubesim.transport.kubernetes_client",
     "patch_kubernetes_asyncio": "kubesim.transport.kubernetes_asyncio_client",
     "populate_pods": "kubesim.workload.pods",
@@ -140,6 +142,7 @@ __all__ = [
     "kubernetes_asyncio_client",
     "kubernetes_client",
     "make_pod",
+    "patch_http_clients",
     "patch_kubernetes",
     "patch_kubernetes_asyncio",
     "populate_pods",

@@ -1426,8 +1426,9 @@ def run_scenario(
 @contextlib.contextmanager
 def _default_clients(server: APIServer) -> Iterator[None]:
     """Stores that build their own client (``load_kube_config()``, ``CoreV1Api()``, the same on
-    ``kubernetes_asyncio``, a kopf operator's login) reach the simulation too; a client package
-    that is not installed has nothing to point."""
+    ``kubernetes_asyncio``, a kopf operator's login, lightkube's ``Client()``, ``kr8s.api()``,
+    pykube-ng's ``KubeConfig.from_env()``) reach the simulation too; a client package that is
+    not installed has nothing to point."""
     import importlib.util
 
     with contextlib.ExitStack() as patches:
@@ -1443,6 +1444,11 @@ def _default_clients(server: APIServer) -> Iterator[None]:
             from kubesim.transport.kopf_sessions import patch_kopf
 
             patches.enter_context(patch_kopf(server))
+        # lightkube, kr8s, pykube-ng and plain httpx/requests/aiohttp calls: KUBECONFIG points at
+        # the simulation and each library already imported routes it in-process.
+        from kubesim.transport.http_clients import patch_http_clients
+
+        patches.enter_context(patch_http_clients(server))
         yield
 
 

@@ -75,7 +75,7 @@ from typing import Any
 
 from kubesim.apiserver.live import ClockFollower
 from kubesim.apiserver.server import APIServer
-from kubesim.apiserver.watch import StreamServer, WatchDropped, WatchStream
+from kubesim.apiserver.watch import StreamServer, WatchDropped, WatchReadTimeout, WatchStream
 from kubesim.wire.routes import Request, handle
 
 _dumps = json.dumps  # FakeSession.request's ``json`` argument shadows the module there
@@ -173,6 +173,54 @@ class _Wakeups:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+async def wait_for_change(
+    wakeups: _Wakeups,
+    stream: WatchStream,
+    *,
+    read_timeout: float | None = None,
+    deadline: float | None = None,
+) -> None:
+    """Return once the server changed (or might have) since ``stream`` had nothing to read.
+
+    Waits on the running loop's clock: :class:`~kubesim.apiserver.watch.WatchReadTimeout` after
+    ``read_timeout`` seconds, ``asyncio.TimeoutError`` at ``deadline`` (a ``loop.time()``), the
+    caller's total timeout. On a loop that is not on the server's clock, the server's timers
+    (watch timeouts, bookmarks) are scheduled on the loop so they fire in its time.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+    wakeups.add(loop, future)
+    server = stream.server
+    follower = _follower(server, loop)
+    deadline_handle: asyncio.TimerHandle | None = None
+    try:
+        if follower is not None:
+            follower.catch_up(server)  # may end the watch (its timeout fell due)
+        if stream.ready():  # changed between the poll and the registration
+            return
+        if follower is not None:
+            until = follower.seconds_until_next_deadline(server)
+            if until is not None:
+                deadline_handle = loop.call_later(until, _on_deadline, server, follower, future)
+        timeout = read_timeout
+        total_left = None if deadline is None else deadline - loop.time()
+        if total_left is not None and (timeout is None or total_left < timeout):
+            timeout = max(total_left, 0.0)
+        if timeout is None:
+            await future
+            return
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            if total_left is not None and timeout >= total_left:
+                raise
+            raise WatchReadTimeout(f"read timed out after {timeout:g} s") from None
+    finally:
+        wakeups.discard(future)
+        if deadline_handle is not None:
+            deadline_handle.cancel()
 
 
 class FakeStreamReader:
@@ -327,42 +375,18 @@ class FakeResponse:
 
     async def _wait_for_change(self, stream: WatchStream) -> None:
         """Return once the server changed (or might have); honour the client timeouts."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        wakeups = self._session._wakeups
-        wakeups.add(loop, future)
-        server = stream.server
-        follower = _follower(server, loop)
-        deadline_handle: asyncio.TimerHandle | None = None
         try:
-            if follower is not None:
-                follower.catch_up(server)  # may end the watch (its timeout fell due)
-            if stream.ready():  # changed between the poll and the registration
-                return
-            if follower is not None:
-                until = follower.seconds_until_next_deadline(server)
-                if until is not None:
-                    deadline_handle = loop.call_later(until, _on_deadline, server, follower, future)
-            timeout = self._read_timeout
-            total_left = None if self._deadline is None else self._deadline - loop.time()
-            if total_left is not None and (timeout is None or total_left < timeout):
-                timeout = max(total_left, 0.0)
-            if timeout is None:
-                await future
-                return
-            try:
-                await asyncio.wait_for(future, timeout)
-            except asyncio.TimeoutError:
-                import aiohttp
+            await wait_for_change(
+                self._session._wakeups,
+                stream,
+                read_timeout=self._read_timeout,
+                deadline=self._deadline,
+            )
+        except WatchReadTimeout:
+            import aiohttp
 
-                if total_left is not None and timeout >= total_left:
-                    raise
-                error = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
-                raise error("Timeout on reading data from socket") from None
-        finally:
-            wakeups.discard(future)
-            if deadline_handle is not None:
-                deadline_handle.cancel()
+            error = getattr(aiohttp, "SocketTimeoutError", aiohttp.ServerTimeoutError)
+            raise error("Timeout on reading data from socket") from None
 
     @property
     def ok(self) -> bool:
