@@ -92,18 +92,35 @@ def test_a_kr8s_pod_cache_passes_expiries_drops_errors_and_restarts() -> None:
 def test_kr8s_async_watch_rewatches_a_gone_resource_version_without_end() -> None:
     # kr8s' Api.async_watch answers a 410 Gone ERROR event by watching again from the same
     # resourceVersion, at once: once that version is compacted, every watch is a 410 and the
-    # loop never waits. Here the watch cache stalls while the store relists (the list is
-    # newer than the cache); by the time the cache has caught up, the version is history.
+    # loop never waits. Here the watch cache stalls while the store relists (the list, served
+    # from storage after the cache's 3 s, is newer than the cache), so its watch from the list's
+    # version waits for the cache; meanwhile the cache catches up, a pod is created and history
+    # is compacted, and the watch it gets is from a version that is now history.
     from kubesim.checks.store import judge
     from kubesim.scenario.run import run_scenario
-    from kubesim.scenario.steps import DeleteWhileDisconnected, StallWatchCache
+    from kubesim.scenario.steps import (
+        AdvanceTime,
+        CompactHistory,
+        CreatePods,
+        DeleteWhileDisconnected,
+        ResumeWatchCache,
+        StallWatchCache,
+    )
 
     sys.path.insert(0, str(ROOT / STORES))
     try:
         import kr8s_pods
     finally:
         sys.path.remove(str(ROOT / STORES))
-    result = run_scenario(kr8s_pods.factory, [StallWatchCache(), DeleteWhileDisconnected()])
+    steps = [
+        StallWatchCache(),
+        DeleteWhileDisconnected(),
+        AdvanceTime(4),
+        ResumeWatchCache(),
+        CreatePods(1),
+        CompactHistory(),
+    ]
+    result = run_scenario(kr8s_pods.factory, steps)
     verdict = judge(result.recording)
     assert [v.property for v in verdict.violations] == ["progress"], verdict
     assert "a hot request loop" in verdict.violations[0].summary
