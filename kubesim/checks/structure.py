@@ -111,7 +111,10 @@ def _opaque(value: Any) -> bool:
 def is_object(value: Any) -> bool:
     """A Kubernetes object: a dict with ``metadata.uid``, or a client model with one."""
     if isinstance(value, Mapping):
-        meta = value.get("metadata")
+        try:
+            meta = value.get("metadata")
+        except TypeError:  # a Mapping whose get() is its own: ConfigParser.get(section, option)
+            return False
         return isinstance(meta, Mapping) and bool(meta.get("uid"))
     if is_model(value):
         meta = getattr(value, "metadata", None)

@@ -102,8 +102,8 @@ def _pick(world: World, index: int) -> Key | None:
 def _pod_on(world: World, key: Key, ip: str | None) -> Any:
     """A new pod for ``key`` that comes up on ``ip`` (an address another pod had)."""
     pod = world.new_object("pods", key)
-    if ip:
-        pod["status"]["podIP"] = ip
+    if ip:  # a clone of the user's pod may come without a status
+        pod.setdefault("status", {})["podIP"] = ip
     return pod
 
 

@@ -95,7 +95,13 @@ def read_timeout_of(timeout: Any) -> float | None:
         return float(timeout)
     if isinstance(timeout, tuple) and len(timeout) == 2:
         return None if timeout[1] is None else float(timeout[1])
-    read = getattr(timeout, "read_timeout", None)
+    try:
+        read = getattr(timeout, "read_timeout", None)
+    except Exception:  # urllib3's TimeoutStateError: a total, its timer not started yet
+        # The official client turns ``_request_timeout=30`` into ``Timeout(total=30)``; urllib3
+        # starts its timer when it connects and reads for what is left of the total. Connecting
+        # takes no time in the simulation: the read gets the whole total.
+        read = getattr(timeout, "total", None)
     return float(read) if isinstance(read, int | float) else None
 
 

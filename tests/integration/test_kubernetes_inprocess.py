@@ -132,6 +132,20 @@ def test_a_410_error_event_reaches_the_watch_as_api_exception(
     assert f"too old resource version: {old}" in str(gone.value.reason)
 
 
+def test_a_request_timeout_given_as_one_number_is_the_watchs_read_timeout(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    # The client turns _request_timeout=30 into urllib3.Timeout(total=30), whose read_timeout
+    # raises until a connection starts its timer (Airflow's job watcher passes 30).
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError, match="read timeout=30"):
+        list(
+            watch.Watch().stream(
+                core.list_namespaced_pod, "default", timeout_seconds=60, _request_timeout=30
+            )
+        )
+    assert server.clock.now() == 30
+
+
 def test_patch_kubernetes_routes_clients_built_without_arguments(
     server: APIServer, no_sockets: None
 ) -> None:
