@@ -213,6 +213,7 @@ class ScenarioRun:
         # The namespaces of the objects this instance of the store has shown (read, or held in
         # its view at a quiescent point) since it started: the ones it has synced.
         self._shown_namespaces: set[str | None] = set()
+        self._instance_shown = False
         self._watches_at_start = 0
         # (resource, namespace, labels, fields) -> a watch with that scope: see watched_objects.
         self._scopes: dict[tuple[str, str | None, str, str], Any] = {}
@@ -394,6 +395,7 @@ class ScenarioRun:
         self._store_started_rv = self.server.resource_version
         self._lists_at_start = self.server.lists_completed
         self._shown_namespaces = set()
+        self._instance_shown = False  # this instance's view has held an object
         self._watches_at_start = self.server.watches_opened
         self.sim.start(self._launch(instance, self._loop_order), name="store")
         self.store, self._async = instance.store, instance.host
@@ -553,6 +555,7 @@ class ScenarioRun:
             self._shown_namespaces.update(key.partition("/")[0] for key in view if "/" in key)
         sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
         server = self.watched_objects()
+        self._instance_shown = self._instance_shown or bool(view)
         if "read" in hooks and store is not None and self.recording.partial_reads is None:
             self._calibrate_reads(server)
         retained = None
@@ -574,6 +577,7 @@ class ScenarioRun:
             sizes=sizes,
             retained_bytes=retained.retained_bytes if retained is not None else None,
             containers=retained.containers if retained is not None else None,
+            synced=self._instance_shown or not server,
         )
         self.recording.rounds.append(round_)
         return round_

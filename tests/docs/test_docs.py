@@ -156,7 +156,10 @@ def test_every_block_says_what_it_is(block: Block) -> None:
 def test_yaml_blocks_parse(block: Block) -> None:
     import yaml
 
-    assert isinstance(yaml.safe_load(block.code), dict), f"{block.where}: not a YAML mapping"
+    documents = list(yaml.safe_load_all(block.code))  # a manifest file may hold several
+    assert documents, f"{block.where}: no YAML document"
+    for document in documents:
+        assert isinstance(document, dict), f"{block.where}: not a YAML mapping"
 
 
 # -- imports -----------------------------------------------------------------------------------

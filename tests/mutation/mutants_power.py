@@ -41,8 +41,8 @@ MUTANTS = [
     dict(
         name="replacements-get-fresh-addresses",
         path="kubesim/scenario/steps.py",
-        old='                world.server.create("pods", _pod(key, ip=ip), namespace=key[0])',
-        new='                world.server.create("pods", _pod(key), namespace=key[0])',
+        old="_pod_on(world, key, ip)",
+        new="_pod_on(world, key, None)",
         tests=[
             f"{POWER}test_a_relist_that_hands_an_address_on_loses_the_new_holder_until_the_next"
         ],

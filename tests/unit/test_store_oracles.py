@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from kubesim.checks.bounded import check_bounded
 from kubesim.checks.effects import check_effects_once
 from kubesim.checks.progress import BURST, PER_MINUTE, check_progress
@@ -124,6 +126,29 @@ def test_monotone_accepts_a_recreated_object_under_the_same_name() -> None:
         ]
     )
     assert check_monotone(recording) is None
+
+
+def test_monotone_does_not_count_a_restarted_store_still_syncing_as_letting_go() -> None:
+    # The store held a and b; b is deleted while it is down; it restarts, shows nothing at the
+    # next round (its first list in flight), then lists from a watch cache that still has b.
+    # Against what it showed before the restart b never went away; an empty view of a store
+    # that is syncing is not a drop.
+    def rounds(synced: bool) -> Recording:
+        recording = Recording(hooks=frozenset({"view"}))
+        recording.rounds.extend(
+            [
+                round_(0, server={"ns/a": A, "ns/b": B}, view={"ns/a": A, "ns/b": B}),
+                round_(1, server={"ns/a": A}, view={}),
+                round_(2, server={"ns/a": A}, view={"ns/a": A, "ns/b": B}),
+            ]
+        )
+        recording.rounds[1] = dataclasses.replace(recording.rounds[1], synced=synced)
+        return recording
+
+    assert check_monotone(rounds(synced=False)) is None
+    found = check_monotone(rounds(synced=True))  # a synced store that let b go, then took it back
+    assert found is not None
+    assert "ns/b (uid uid-b) came back at round 2" in str(found)
 
 
 def test_effects_once_counts_the_duplicates() -> None:
