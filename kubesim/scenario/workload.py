@@ -131,7 +131,7 @@ class Workload:
         self.server = server
         self.namespaces = namespaces
         self._learned: list[str] = []
-        self._counters: dict[str, Iterable[int]] = {}
+        self._counters: dict[str, itertools.count[int]] = {}
         self._shapes: dict[str, Shape] = {}
         self._refused: dict[Any, str | None] = {}
         # The objects of each kind in the user's starting world: what new ones clone, in turn,
@@ -141,10 +141,6 @@ class Workload:
             self._models.setdefault((obj["apiVersion"], obj["kind"]), []).append(obj)
         self.declared: list[str] = []
         self.declare(declared)
-
-    def canonical(self, name: str) -> str:
-        """``jobs.batch`` for "jobs", "Job", "job.batch"; a KeyError names the unknown one."""
-        return resource_name(self.server.resource(name))
 
     def declare(self, names: Sequence[str]) -> None:
         """The workload writes these resources (and only these) from now on. A name the server
@@ -245,8 +241,7 @@ class Workload:
         """A fresh key for ``name``: the next number of its own counter (pods pass theirs)."""
         resource = self.server.resource(name)
         if number is None:
-            counter = self._counters.setdefault(name, itertools.count())
-            number = next(iter(counter))
+            number = next(self._counters.setdefault(name, itertools.count()))
         shape = self._shapes.get(name)
         models = self._models.get((resource.api_version, resource.kind), [])
         if not resource.namespaced:
