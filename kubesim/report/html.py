@@ -280,10 +280,13 @@ def _coverage(data: dict[str, Any]) -> list[str]:
         if never
         else "<p>Every step kind was drawn at least once.</p>"
     )
+    searched = data.get("found_at") or data["examples"]
     return [
         "<h2>What the campaign covered</h2>",
-        f"<p>{data['examples']} examples, {sum(drawn.values())} steps drawn in all (each "
-        "example draws a subset of step kinds: some faults absent, some dense).</p>",
+        f"<p>{searched} examples, {sum(drawn.values())} steps drawn in all (each "
+        "example draws a subset of step kinds: some faults absent, some dense"
+        f"{'; the shrinking after the failure is not counted' if data.get('found_at') else ''}"
+        ").</p>",
         "<table><tr><th>step kind</th><th>steps drawn</th><th></th></tr>",
         *rows,
         "</table>",

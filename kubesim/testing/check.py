@@ -101,6 +101,8 @@ class CheckReport:
     # Oracles the store's hooks enable that no example gave anything to judge, and why (no read
     # step drawn, no effect performed): not a pass, and said so.
     not_exercised: dict[str, str] = field(default_factory=dict)
+    # Steps drawn per kind by the search, up to and including the first failing example (the
+    # shrinker's tries after it are not counted).
     kinds: Counter[str] = field(default_factory=Counter)
     out_of_time: bool = False
     # The example at which the first violation turned up (the rest were spent shrinking it).
@@ -242,7 +244,9 @@ def check_store(
         drawn = [data.draw(_schedule(last_point), label="schedule") for _ in range(schedules)]
         steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
         report.examples += 1
-        report.kinds.update(step.kind for step in steps)
+        if report.found_at is None:
+            # What the search drew; the shrinker's tries of the failure are not coverage.
+            report.kinds.update(step.kind for step in steps)
         try:
             for schedule in drawn:
                 _one(steps, schedule)
