@@ -1123,6 +1123,13 @@ ADMIN_ENDPOINTS: dict[str, str] = {
     "POST /kubesim/drop-watches": "cut every open watch abruptly (no terminating chunk)",
     "POST /kubesim/compact": "forget the history: older RVs now get 410 Expired",
     "POST /kubesim/advance?seconds=N": "move virtual time forward by N seconds",
+    "POST /kubesim/stall-watch-cache": (
+        "stop the watch cache at the current RV: stale lists, 504 on newer RVs"
+    ),
+    "POST /kubesim/resume-watch-cache": "let a stalled watch cache catch up",
+    "POST /kubesim/fail-requests?code=C&count=N|seconds=S&verbs=list,watch&retryAfter=R": (
+        "answer the next N requests, or all for S seconds, with an error Status"
+    ),
 }
 
 
@@ -1133,6 +1140,9 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
         "drop-watches": lambda: {"dropped": server.drop_watches()},
         "compact": lambda: {"compactedResourceVersion": str(server.compact())},
         "advance": lambda: _advance(server, Query(request.query)),
+        "stall-watch-cache": lambda: {"stalledAt": str(server.stall_watch_cache())},
+        "resume-watch-cache": lambda: {"held": server.resume_watch_cache()},
+        "fail-requests": lambda: _fail_requests(server, Query(request.query)),
     }
     if request.method == "GET" and verb in ("", "state"):
         if verb == "":
@@ -1155,6 +1165,33 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
             raise st.method_not_allowed(request.method)
         return _json(200, actions[verb]())
     raise st.not_found_path()
+
+
+def _fail_requests(server: APIServer, query: Query) -> JSON:
+    """``fail-requests``: the query names :meth:`APIServer.fail_requests`' arguments; a bad one
+    is a 400 that says which and what was expected (the server's own ValueError message)."""
+    arguments: dict[str, Any] = {}
+    for name, keyword in (("code", "code"), ("count", "count"), ("retryAfter", "retry_after")):
+        text = query.get(name)
+        if text is not None:
+            try:
+                arguments[keyword] = int(text)
+            except ValueError:
+                raise st.bad_request(f"{name} must be an integer, got {name}={text!r}") from None
+    seconds = query.get("seconds")
+    if seconds is not None:
+        try:
+            arguments["seconds"] = float(seconds)
+        except ValueError:
+            raise st.bad_request(f"seconds must be a number > 0, got seconds={seconds!r}") from None
+    verbs = query.get("verbs")
+    if verbs is not None:
+        arguments["verbs"] = [verb for verb in verbs.split(",") if verb]
+    try:
+        server.fail_requests(**arguments)
+    except ValueError as error:
+        raise st.bad_request(str(error)) from None
+    return {"failing": arguments}
 
 
 def _advance(server: APIServer, query: Query) -> JSON:
