@@ -80,7 +80,8 @@ def test_a_bad_fail_requests_argument_is_a_400_naming_it(
     reply = own.request("POST", f"/kubesim/fail-requests?{query}")
     assert reply.status == 400, reply
     status = reply.json()
-    assert status["kind"] == "Status" and status["reason"] == "BadRequest"
+    assert status["kind"] == "Status"
+    assert status["reason"] == "BadRequest"
     assert message in status["message"], status["message"]
     assert own.get(PODS).status == 200  # nothing was registered, the server goes on
 

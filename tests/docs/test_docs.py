@@ -17,11 +17,12 @@
   sizes capped (``SIZE_CAPS``) and must exit 0. Any other command fails the test unless the
   block is preceded by ``<!-- not-run: REASON -->``; such blocks are reported as skipped, with
   the reason, in pytest's summary.
-- A ``text`` block preceded by ``<!-- output -->`` is the output of the ``sh`` block before it:
-  the test compares it with what the command prints (times, rates, trace hashes and replay
-  tokens masked, as they vary with the machine and the Python), so a page's sample output
-  cannot drift from what kubesim prints. ``KUBESIM_REGENERATE_DOCS=1 python -m pytest
-  tests/docs/test_docs.py -k sh_blocks`` writes the new output into the page instead.
+- A ``text`` block preceded by ``<!-- output -->`` is the output of the ``sh`` or ``python``
+  block before it: the test compares it with what the command or the code prints (times,
+  rates, trace hashes and replay tokens masked, as they vary with the machine and the
+  Python), so a page's sample output cannot drift from what kubesim or a script prints.
+  ``KUBESIM_REGENERATE_DOCS=1 python -m pytest tests/docs/test_docs.py`` writes the new
+  output into the page instead.
 - A page that shows a third-party store (kopf, kubespawner) says so with
   ``<!-- requires: MODULE[, MODULE] -->``: its blocks are skipped, with the reason, where such a
   module cannot be imported (kopf needs Python 3.11+), and run everywhere else.
@@ -321,14 +322,21 @@ def test_python_blocks_run(page: str, tmp_path: Path) -> None:
     _skip_without_requirements(page)
     blocks = [b for b in ALL_BLOCKS if b.page == page and b.kind == "python"]
     namespace: dict[str, Any] = {"__name__": f"docs_{Path(page).stem.replace('-', '_')}"}
+    environ = dict(os.environ)  # a plain script may point KUBECONFIG at its own server
     with _page_dir(tmp_path):
         _write_modules(page, tmp_path)
-        for block in blocks:
-            if block.module_file:
-                continue
-            code = compile("\n" * (block.line) + block.code, str(ROOT / page), "exec")
-            with contextlib.redirect_stdout(io.StringIO()):
-                exec(code, namespace)
+        try:
+            for block in blocks:
+                if block.module_file:
+                    continue
+                code = compile("\n" * (block.line) + block.code, str(ROOT / page), "exec")
+                printed = io.StringIO()
+                with contextlib.redirect_stdout(printed):
+                    exec(code, namespace)
+                _compare_output(block, printed.getvalue())
+        finally:
+            os.environ.clear()
+            os.environ.update(environ)
 
 
 def _commands(code: str) -> list[str]:
@@ -390,15 +398,21 @@ def test_sh_blocks_run(block: Block, tmp_path: Path) -> None:
         ran += 1
         printed = proc.stdout
     assert ran, f"{block.where}: an sh block with nothing to run"
+    _compare_output(block, printed)
+
+
+def _compare_output(block: Block, printed: str) -> None:
+    """The ``<!-- output -->`` text block after ``block``, if any, is what it printed."""
     shown = _output_block(block)
-    if shown is not None:
-        if os.environ.get("KUBESIM_REGENERATE_DOCS"):
-            _rewrite(shown, printed)
-        else:
-            assert _masked(printed) == _masked(shown.code), (
-                f"{shown.where}: the output shown is not what `{command}` prints now "
-                "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
-            )
+    if shown is None:
+        return
+    if os.environ.get("KUBESIM_REGENERATE_DOCS"):
+        _rewrite(shown, printed)
+    else:
+        assert _masked(printed) == _masked(shown.code), (
+            f"{shown.where}: the output shown is not what the block prints now "
+            "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
+        )
 
 
 def _output_block(block: Block) -> Block | None:
