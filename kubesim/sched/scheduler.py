@@ -349,10 +349,16 @@ class Scheduler:
         # threading's default names count up over the whole process ("Thread-7 (bump)"), so the
         # same schedule would name its threads differently in every run and the trace (spawn
         # records, failure messages) would differ: number them by controlled id instead.
-        default = _DEFAULT_THREAD_NAME.match(thread.name)
-        if default is not None:
-            thread.name = f"Thread-{len(self.threads)}{default.group(1) or ''}"
-        ct = self._new_thread(thread.name, thread)
+        given: object = thread.name
+        if isinstance(given, str):
+            name = given
+            if (default := _DEFAULT_THREAD_NAME.match(name)) is not None:
+                name = thread.name = f"Thread-{len(self.threads)}{default.group(1) or ''}"
+        else:
+            # A subclass may keep its own data in threading's ``_name`` (Patroni's ObjectCache
+            # keeps a pod name there, or None), which ``Thread.name`` returns: leave it alone.
+            name = f"{type(thread).__name__}-{len(self.threads)}"
+        ct = self._new_thread(name, thread)
         run = thread.run
         thread.run = lambda: self._thread_main(ct, run)  # type: ignore[method-assign]
         # Thread.start waits on _started, which the child sets before run(): it must be a real

@@ -1,4 +1,5 @@
-"""Every Python HTTP client library in front of one server: httpx, httpx2, requests, aiohttp.
+"""Every Python HTTP client library in front of one server: httpx, httpx2, requests, aiohttp,
+urllib3.
 
 :func:`patch_http_clients` is for stores built on lightkube, kr8s, pykube-ng, or plain HTTP
 calls what :func:`~kubesim.transport.kubernetes_client.patch_kubernetes` is for the official
@@ -13,7 +14,8 @@ production reaches ``server``, in-process, unchanged. Three parts, each in its o
   httpx2 ``Client``/``AsyncClient`` (:mod:`kubesim.transport.httpx_transport`), a transport
   adapter every ``requests.Session`` picks for the host
   (:mod:`kubesim.transport.requests_adapter`), in-memory connections from every aiohttp
-  ``TCPConnector`` (:mod:`kubesim.transport.aiohttp_connector`).
+  ``TCPConnector`` (:mod:`kubesim.transport.aiohttp_connector`), and ``PoolManager.urlopen``
+  for code that calls urllib3 itself (:mod:`kubesim.transport.urllib3_pool`: Patroni's DCS).
 
 Only libraries already imported are patched (a store imports its client library at the top of
 its module; importing all four would cost ~0.7 s per process). Requests for other hosts are
@@ -73,6 +75,10 @@ def patch_http_clients(server: APIServer) -> Iterator[str]:
             from kubesim.transport.aiohttp_connector import patch_aiohttp
 
             patches.enter_context(patch_aiohttp())
+        if "urllib3" in sys.modules:
+            from kubesim.transport.urllib3_pool import patch_urllib3
+
+            patches.enter_context(patch_urllib3())
         yield path
 
 

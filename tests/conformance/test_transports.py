@@ -8,11 +8,11 @@ errors (404 NotFound, 400 bad selector, 410 Expired), the same lines from a watc
 cleanly on ``server.expire_watches()`` and from one cut by ``server.drop_watches()``, and the
 same exception classes for the cut and for a read timeout that passes with nothing to read.
 
-Libraries, each at its seam: the official client's (a urllib3 ``PoolManager``),
-kubernetes_asyncio's (an aiohttp session), plain aiohttp, httpx and httpx2 (sync and async),
-requests. Deterministic: in-process runs never wait (virtual time jumps to the read timeout);
-over the socket the read timeout is a short wall-clock one, but its outcome does not depend on
-timing: nothing is ever written to that watch.
+Libraries, each at its seam: the official client's (a urllib3 ``PoolManager``), plain urllib3
+(``PoolManager.urlopen``: Patroni's Kubernetes DCS), kubernetes_asyncio's (an aiohttp session),
+plain aiohttp, httpx and httpx2 (sync and async), requests. Deterministic: in-process runs never
+wait (virtual time jumps to the read timeout); over the socket the read timeout is a short
+wall-clock one, but its outcome does not depend on timing: nothing is ever written to that watch.
 """
 
 from __future__ import annotations
@@ -358,6 +358,10 @@ def in_process(library: str, server: APIServer) -> Driver:
         from kubesim.transport.kubernetes_client import PoolManager
 
         return Urllib3Driver(PoolManager(server), KUBESIM)
+    if library == "urllib3":
+        import urllib3
+
+        return Urllib3Driver(urllib3.PoolManager(), KUBESIM)
     if library == "kubernetes_asyncio":
         from kubesim.transport.kubernetes_asyncio_client import FakeSession
 
@@ -376,7 +380,7 @@ def in_process(library: str, server: APIServer) -> Driver:
 
 
 def over_socket(library: str, url: str) -> Driver:
-    if library == "kubernetes":
+    if library in ("kubernetes", "urllib3"):
         import urllib3
 
         return Urllib3Driver(urllib3.PoolManager(), url)
@@ -433,6 +437,7 @@ def served_over_socket() -> Iterator[tuple[APIServer, str]]:
 
 LIBRARIES = [
     "kubernetes",
+    "urllib3",
     "kubernetes_asyncio",
     "aiohttp",
     "httpx",
@@ -443,6 +448,7 @@ LIBRARIES = [
 ]
 REQUIRED = {
     "kubernetes": "urllib3",
+    "urllib3": "urllib3",
     "kubernetes_asyncio": "aiohttp",
     "aiohttp": "aiohttp",
     "requests": "requests",
@@ -518,7 +524,7 @@ def test_a_watch_delivers_its_events_then_ends_cleanly_on_expiry(
 
 # The library's own error for a body cut short, and for a read that outlasts its timeout.
 def _expected(library: str) -> tuple[type[BaseException], type[BaseException]]:
-    if library == "kubernetes":
+    if library in ("kubernetes", "urllib3"):
         import urllib3
 
         return urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError
@@ -586,3 +592,22 @@ def test_a_library_without_the_seam_is_named() -> None:
     old = types.ModuleType("httpx_old")
     with pytest.raises(UnsupportedClient, match=r"httpx_old .* has no BaseTransport"):
         transport_classes(old)
+
+
+def test_a_plain_urllib3_response_is_urllib3s_and_its_socket_cuts_the_watch() -> None:
+    # Patroni's ObjectCache closes a watch's response only if it is an ``urllib3.HTTPResponse``,
+    # and stops a watch by shutting down ``response.connection.sock``.
+    import urllib3
+
+    server = populated(wait_policy=AutojumpWait())
+    with patch_http_clients(server):
+        pool = urllib3.PoolManager()
+        assert isinstance(pool.request("GET", KUBESIM + PODS), urllib3.HTTPResponse)
+        response = pool.request("GET", KUBESIM + PODS + "?watch=1", preload_content=False)
+        assert isinstance(response, urllib3.HTTPResponse)
+        chunks = response.read_chunked(decode_content=False)
+        assert next(chunks).startswith(b'{"type":"ADDED",')
+        response.connection.sock.shutdown(2)
+        with pytest.raises(urllib3.exceptions.ProtocolError, match="ended prematurely"):
+            list(chunks)
+        response.release_conn()

@@ -75,6 +75,28 @@ def test_threads_named_by_the_user_keep_their_names() -> None:
     assert seen == ["Thread-1 (<lambda>)", "Thread-77 but mine"]
 
 
+def test_a_thread_subclass_that_keeps_its_own_data_in_name_is_adopted_as_it_is() -> None:
+    # Patroni's ObjectCache(Thread) sets ``self._name`` to its pod's name, or None: Thread.name
+    # is then None, which CPython's start() accepts; the scheduler must too, and leave it.
+    seen: list[object] = []
+
+    class Cache(threading.Thread):
+        def __init__(self) -> None:
+            super().__init__()
+            self._name = None  # type: ignore[assignment]
+
+        def run(self) -> None:
+            seen.append(self.name)
+
+    def scenario() -> None:
+        cache = Cache()
+        cache.start()
+        cache.join()
+
+    assert run_schedule(scenario, seed=0, strategy=RandomWalk(0.0)).ok
+    assert seen == [None]
+
+
 # -- 3. max_time livelocks say where each thread was -------------------------------------------
 
 
