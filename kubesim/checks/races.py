@@ -258,6 +258,7 @@ class ServerVersions:
         self._objects: dict[Identity, Any] = {}
         self._prints: dict[Identity, str] = {}
         self._rvs: dict[str, list[str]] = {}
+        self._plurals: dict[str, str] = {}  # uid -> the resource it is an object of
         self.events: list[Event] = []  # every write the server's history held or made since
         with server.lock:
             storage = server.storage
@@ -265,11 +266,11 @@ class ServerVersions:
             self.events.extend(storage.history)
             self._base: dict[str, dict[Key, Any]] = {}  # plural -> key -> stored object
             for event in storage.history:
-                self._remember(event.new.obj)
+                self._remember(event.new.obj, event.resource.plural)
             for resource in server.resources:
                 state = self._base.setdefault(resource.plural, {})
                 for key, stored in storage.items(resource):
-                    self._remember(stored.obj)
+                    self._remember(stored.obj, resource.plural)
                     state[key] = stored
             server.commit_listeners.append(self._on_commit)
 
@@ -281,11 +282,12 @@ class ServerVersions:
 
     def _on_commit(self, event: Event) -> None:
         self.events.append(event)
-        self._remember(event.new.obj)
+        self._remember(event.new.obj, event.resource.plural)
 
-    def _remember(self, obj: Any) -> None:
+    def _remember(self, obj: Any, plural: str) -> None:
         meta = obj["metadata"]
         identity = (meta["uid"], meta["resourceVersion"])
+        self._plurals[identity[0]] = plural
         if identity not in self._objects:
             self._objects[identity] = obj
             self._rvs.setdefault(identity[0], []).append(identity[1])
@@ -316,6 +318,10 @@ class ServerVersions:
         if cached is None and identity in self._objects:
             cached = self._prints[identity] = fingerprint(self.content(uid, rv))
         return cached
+
+    def resource_of(self, uid: str) -> str | None:
+        """The resource (plural) ``uid`` is an object of, or None if the server never had it."""
+        return self._plurals.get(uid)
 
     def resource_versions(self, uid: str) -> list[str]:
         """Every resourceVersion the server emitted for ``uid``, oldest first."""

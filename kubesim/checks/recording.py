@@ -62,6 +62,21 @@ class Read:
     server_rv_after: int
 
 
+@dataclass(frozen=True)
+class ReadScope:
+    """What a store watched of one resource, for judging its reads.
+
+    ``scope``: a predicate on a stored object, the union of its watches' namespace, label and
+    field selectors, or None for every object of the resource. ``scopes``: (namespace,
+    predicate) per watch when it has several (a reflector per namespace), each consistent at
+    its own resourceVersion, so judged one by one.
+    """
+
+    resource: str
+    scope: Any = None
+    scopes: tuple[Any, ...] = ()
+
+
 @dataclass
 class Recording:
     """Everything one run of a scenario recorded."""
@@ -79,13 +94,9 @@ class Recording:
     # SnapshotRead per read() (kubesim.checks.races), and the server's versions to judge them.
     snapshot_reads: list[Any] = field(default_factory=list)
     versions: Any = None
-    # What the store watched (a predicate on a stored pod: the union of its watches' namespace,
-    # label and field selectors), or None for every pod: reads are judged against that part
-    # of the server's state.
-    scope: Any = None
-    # The scopes of the store's watches on that resource, (namespace, predicate) each, when it
-    # has several (a reflector per namespace): reads are judged scope by scope.
-    scopes: list[Any] = field(default_factory=list)
+    # What the store watched, per resource (pods if it watched nothing): reads are judged
+    # against that part of the server's state, resource by resource.
+    read_scopes: list[ReadScope] = field(default_factory=list)
     # Set (to what showed it) when read() at a quiescent point lacked objects the server has in
     # the store's scope: the store's reads are filtered by design (an index serving pods with
     # an IP), and snapshot reads are judged as parts of one state.

@@ -9,11 +9,12 @@ wanted, so a green run never hides what was not checked.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesim.checks import bounded, effects, progress, state
-from kubesim.checks.recording import Recording
+from kubesim.checks.races import SnapshotRead
+from kubesim.checks.recording import ReadScope, Recording
 from kubesim.checks.violation import Violation
 
 
@@ -55,23 +56,34 @@ def _failure(recording: Recording) -> Violation | None:
 
 
 def _snapshot_reads(recording: Recording) -> Violation | None:
-    from kubesim.checks.races import SnapshotRead, check_snapshot_reads
+    from kubesim.checks.races import check_snapshot_reads
 
     if recording.versions is None or not recording.snapshot_reads:
         return None
     found = []
-    scopes = recording.scopes
-    if len(scopes) < 2:
-        found = check_snapshot_reads(
-            recording.snapshot_reads,
-            recording.versions,
-            scope=recording.scope,
-            subset=recording.partial_reads is not None,
-        )
-    else:
+    read_scopes = recording.read_scopes or [ReadScope("pods")]
+    subset = recording.partial_reads is not None
+    for index, judged in enumerate(read_scopes):
+        # A store of several resources (pods and their nodes; two informers) is consistent
+        # per resource, each at its own resourceVersion: its reads are judged resource by
+        # resource. An object the server never had goes with the first (it is flagged there).
+        reads = recording.snapshot_reads
+        if len(read_scopes) > 1:
+            reads = [_part(recording, read, judged.resource, first=index == 0) for read in reads]
+        if len(judged.scopes) < 2:
+            found.extend(
+                check_snapshot_reads(
+                    reads,
+                    recording.versions,
+                    resource=judged.resource,
+                    scope=judged.scope,
+                    subset=subset,
+                )
+            )
+            continue
         # One watch per scope (a reflector per namespace): each scope is consistent at its
         # own resourceVersion, and no multi-namespace cache promises more than that.
-        for namespace, scope in scopes:
+        for namespace, scope in judged.scopes:
             parts = [
                 SnapshotRead(
                     read.reader,
@@ -81,14 +93,11 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
                     read.not_after,
                     _listed(read, namespace),
                 )
-                for read in recording.snapshot_reads
+                for read in reads
             ]
             found.extend(
                 check_snapshot_reads(
-                    parts,
-                    recording.versions,
-                    scope=scope,
-                    subset=recording.partial_reads is not None,
+                    parts, recording.versions, resource=judged.resource, scope=scope, subset=subset
                 )
             )
     if not found:
@@ -103,6 +112,25 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
         f"{len(found)} of {len(recording.snapshot_reads)} read(s) were not the server's state "
         f"at one resourceVersion (torn across a change or a relist){partial}",
         tuple(str(v) for v in found[:5]),
+    )
+
+
+def _part(recording: Recording, read: SnapshotRead, resource: str, *, first: bool) -> SnapshotRead:
+    """The objects of ``resource`` in ``read`` (with those the server never had, if ``first``).
+    An empty part is a cache of that resource not synced yet, as a store's informers sync one
+    by one: not judged as torn (the view's convergence is ``converge``'s to judge)."""
+    versions = recording.versions
+
+    def belongs(identity: Any) -> bool:
+        owner = versions.resource_of(identity["metadata"]["uid"])
+        return owner == resource or (owner is None and first)
+
+    objects = [o for o in read.objects if belongs(o)]
+    return replace(
+        read,
+        objects=objects,
+        listed=read.listed and bool(objects),
+        listed_namespaces=read.listed_namespaces if objects else frozenset(),
     )
 
 

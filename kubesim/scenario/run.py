@@ -34,6 +34,7 @@ from kubesim.checks._objects import namespace_of
 from kubesim.checks.recording import (
     Observed,
     Read,
+    ReadScope,
     Recording,
     Round,
     normalise_view,
@@ -653,31 +654,19 @@ class ScenarioRun:
         own = [w for w in scopes if resource_name(w.resource) not in INFRASTRUCTURE]
         return own or scopes
 
-    def pod_scopes(self) -> list[tuple[str | None, Callable[[Any], bool]]]:
-        """One (namespace, predicate) per distinct scope of the store's pod watches."""
-
-        def scope(watcher: Any) -> Callable[[Any], bool]:
-            return lambda stored: bool(watcher.matches(_stored_key(stored), stored))
-
+    def read_scopes(self) -> list[ReadScope]:
+        """What the store's reads are judged against: per resource of its watches (its lists,
+        if it never watched; pods if it did neither), the union of their scopes and each one."""
+        watchers = self._judged_scopes() if self._scopes else list(self._list_scopes.values())
+        if not watchers:
+            return [ReadScope("pods")]
+        by_resource: dict[str, list[Any]] = {}
+        for watcher in watchers:
+            by_resource.setdefault(watcher.resource.plural, []).append(watcher)
         return [
-            (w.namespace, scope(w)) for (plural, *_), w in self._scopes.items() if plural == "pods"
+            ReadScope(plural, _union_scope(group), tuple(_scope_of(w) for w in group))
+            for plural, group in by_resource.items()
         ]
-
-    def pod_scope(self) -> Callable[[Any], bool] | None:
-        """What the store watched of pods (see :attr:`Recording.scope`); None for all pods."""
-        watchers = [w for (plural, *_), w in self._scopes.items() if plural == "pods"]
-        if not watchers or any(
-            w.namespace is None and w.label_selector.empty() and w.field_selector.empty()
-            for w in watchers
-        ):
-            return None
-
-        def in_scope(stored: Any) -> bool:
-            meta = stored.obj["metadata"]
-            key = (meta.get("namespace") or "", meta.get("name") or "")
-            return any(w.matches(key, stored) for w in watchers)
-
-        return in_scope
 
     def apply(self, steps: Sequence[Step]) -> None:
         for step in steps:
@@ -1422,9 +1411,28 @@ def run_scenario(
         sim.stop()
         patches.close()
         recording.trace_hash = sim.trace.hexdigest()
-        recording.scope = run.pod_scope()
-        recording.scopes = run.pod_scopes()
+        recording.read_scopes = run.read_scopes()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def _scope_of(watcher: Any) -> tuple[str | None, Callable[[Any], bool]]:
+    """(namespace, predicate on a stored object) of one watch or list."""
+    return watcher.namespace, lambda stored: bool(watcher.matches(_stored_key(stored), stored))
+
+
+def _union_scope(watchers: Sequence[Any]) -> Callable[[Any], bool] | None:
+    """What these watches of one resource see together; None when one of them sees it all."""
+    if any(
+        w.namespace is None and w.label_selector.empty() and w.field_selector.empty()
+        for w in watchers
+    ):
+        return None
+
+    def in_scope(stored: Any) -> bool:
+        key = _stored_key(stored)
+        return any(w.matches(key, stored) for w in watchers)
+
+    return in_scope
 
 
 @contextlib.contextmanager

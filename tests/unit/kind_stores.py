@@ -115,6 +115,38 @@ class Several:
         return out
 
 
+class Read:
+    """A ``read()`` hook: the whole cache, as a lister hands it to a reader thread."""
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        return self.view()  # type: ignore[attr-defined, no-any-return]
+
+
+class ReadReflector(Read, Reflector):
+    pass
+
+
+class ReadSeveral(Read, Several):
+    pass
+
+
+def read_jobs(api_client: client.ApiClient) -> ReadReflector:
+    return ReadReflector(client.BatchV1Api(api_client).list_job_for_all_namespaces)
+
+
+def read_leaky_jobs(api_client: client.ApiClient) -> ReadReflector:
+    lister = client.BatchV1Api(api_client).list_job_for_all_namespaces
+    return ReadReflector(lister, forget_deletes=True)
+
+
+def read_service_registry(api_client: client.ApiClient) -> ReadSeveral:
+    core = client.CoreV1Api(api_client)
+    return ReadSeveral(
+        Reflector(core.list_service_for_all_namespaces),
+        Reflector(core.list_pod_for_all_namespaces),
+    )
+
+
 def jobs(api_client: client.ApiClient) -> Reflector:
     return Reflector(client.BatchV1Api(api_client).list_job_for_all_namespaces)
 

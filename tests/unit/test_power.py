@@ -108,7 +108,9 @@ def test_snapshot_reads_judge_each_namespace_at_its_own_resource_version() -> No
     spec = "models.ns_reflectors:swaps_namespace_on_relist"
     result = _run(spec, [ReadConcurrently()], schedule=[0, 2])
     assert _broken(result) == {}
-    assert len(result.recording.scopes) == 2
+    [judged] = result.recording.read_scopes
+    assert judged.resource == "pods"
+    assert len(judged.scopes) == 2
     assert len(result.recording.snapshot_reads) >= 6
 
 

@@ -6,10 +6,18 @@ import dataclasses
 
 from kubesim.checks.bounded import check_bounded
 from kubesim.checks.effects import check_effects_once
-from kubesim.checks.progress import BURST, PER_MINUTE, check_progress
-from kubesim.checks.recording import Observed, Recording, Round, normalise_view, observe
+from kubesim.checks.progress import BURST, OUTAGE_BURST, PER_MINUTE, check_progress
+from kubesim.checks.recording import (
+    Observed,
+    ReadScope,
+    Recording,
+    Round,
+    normalise_view,
+    observe,
+)
 from kubesim.checks.state import check_converged, check_monotone
 from kubesim.checks.store import judge
+from kubesim.checks.violation import Violation
 
 
 def obs(uid: str, rv: int) -> Observed:
@@ -26,6 +34,7 @@ def round_(
     requests: int = 0,
     time: float = 0.0,
     retained: int | None = None,
+    refused: int = 0,
 ) -> Round:
     return Round(
         index=index,
@@ -37,6 +46,7 @@ def round_(
         view=view,
         sizes=sizes or {},
         retained_bytes=retained,
+        refused=refused,
     )
 
 
@@ -180,6 +190,28 @@ def test_progress_allows_a_burst_and_a_trickle_per_minute_and_no_more() -> None:
     found = check_progress(recording)
     assert found is not None
     assert f"{BURST + 1} requests in 0 virtual seconds at round 2" in str(found)
+
+
+def test_an_outage_allows_each_watch_loop_its_own_retry_a_second() -> None:
+    # Two informers (ConfigMaps and pods, as Patroni runs them) retrying once a second each
+    # back off as well as one does: the budget is per loop, and one loop over it is still
+    # found.
+    def outage(refused: int, scopes: list[ReadScope]) -> Violation | None:
+        recording = Recording(hooks=frozenset(), read_scopes=scopes)
+        recording.rounds.extend(
+            [round_(0, server={}, time=0), round_(1, server={}, time=30, refused=refused)]
+        )
+        recording.outage_rounds.append(1)
+        return check_progress(recording)
+
+    two = [ReadScope("configmaps", None, (("default", None),)), ReadScope("pods")]
+    assert outage(60, two) is None
+    found = outage(60, [ReadScope("pods")])
+    assert found is not None
+    assert "60 requests refused in a 30 s outage" in str(found)
+    over = outage(2 * (OUTAGE_BURST + 30) + 1, two)
+    assert over is not None
+    assert "for 2 watch loops" in str(over)
 
 
 def _tail(

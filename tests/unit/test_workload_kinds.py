@@ -20,7 +20,8 @@ pytest.importorskip("kubernetes")
 
 import kind_stores as stores
 
-from kubesim.scenario.run import Setup, run_scenario
+from kubesim.checks.store import judge
+from kubesim.scenario.run import ScenarioResult, Setup, run_scenario
 from kubesim.scenario.steps import (
     AdvanceTime,
     ChurnPods,
@@ -30,6 +31,7 @@ from kubesim.scenario.steps import (
     ExpireWatches,
     PatchLabels,
     PatchMetadata,
+    ReadConcurrently,
     UpdatePodStatus,
 )
 from kubesim.testing.check import check_store
@@ -62,6 +64,10 @@ def _keeping(factory: Any) -> tuple[Any, list[Any]]:
     return build, made
 
 
+def _broken(result: ScenarioResult) -> dict[str, str]:
+    return {v.property: str(v) for v in judge(result.recording).violations}
+
+
 def _final(result: object) -> tuple[set[str], set[str]]:
     last = result.recording.rounds[-1]  # type: ignore[attr-defined]
     return set(last.view or {}), set(last.server)
@@ -88,6 +94,41 @@ def test_a_store_that_keeps_deleted_jobs_is_found_by_the_default_campaign() -> N
     assert "/job-" in str(leaky.found)
     correct = check_store(stores.jobs, examples=30, seed=0, database=":memory:")
     assert correct.ok, str(correct.found)
+
+
+def test_reads_of_another_kind_are_judged_against_that_kind() -> None:
+    # A correct job cache's reads are the server's jobs at one resourceVersion; judged against
+    # the server's pods (as snapshot-reads once did) every read of it looked torn.
+    steps = [ReadConcurrently(), *STEPS[:3], ReadConcurrently(), ChurnPods(1), ReadConcurrently()]
+    result = run_scenario(stores.read_jobs, steps, seed=1)
+    assert len(result.recording.snapshot_reads) >= 3
+    [judged] = result.recording.read_scopes
+    assert judged.resource == "jobs"
+    assert _broken(result) == {}
+
+
+def test_a_read_that_keeps_a_deleted_job_is_torn_for_jobs() -> None:
+    steps = [DeleteWhileDisconnected(1, compacted=True), CreatePods(1), ReadConcurrently()]
+    found = _broken(run_scenario(stores.read_leaky_jobs, steps, seed=1))
+    assert "snapshot-reads" in found, found
+    assert "team-0/job-000 at rv" in found["snapshot-reads"], found["snapshot-reads"]
+    assert _broken(run_scenario(stores.read_jobs, steps, seed=1)) == {}
+
+
+def test_reads_over_two_kinds_are_judged_kind_by_kind() -> None:
+    # Two reflectors (services, pods), each consistent at its own resourceVersion: no
+    # multi-informer cache promises one state of both.
+    steps = [
+        ReadConcurrently(),
+        ChurnPods(1),
+        ReadConcurrently(),
+        CreatePods(2),
+        ReadConcurrently(),
+    ]
+    result = run_scenario(stores.read_service_registry, steps, seed=1)
+    assert sorted(s.resource for s in result.recording.read_scopes) == ["pods", "services"]
+    assert len(result.recording.snapshot_reads) >= 3
+    assert _broken(result) == {}
 
 
 def test_a_store_over_two_kinds_gets_changes_to_both() -> None:
