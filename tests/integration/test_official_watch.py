@@ -21,6 +21,7 @@ import pytest
 kubernetes = pytest.importorskip("kubernetes")
 kubernetes_asyncio = pytest.importorskip("kubernetes_asyncio")
 
+from kubesim.checks.effects import check_effects_once  # noqa: E402
 from kubesim.checks.store import judge  # noqa: E402
 from kubesim.scenario.run import run_scenario  # noqa: E402
 from kubesim.scenario.steps import (  # noqa: E402
@@ -85,3 +86,30 @@ def test_a_handler_that_lists_first_handles_each_change_once(stores: Any, end: S
     verdict = judge(run_scenario(stores.listing, _ends(end)).recording)
     assert verdict.ok, verdict
     assert "effects-once" in verdict.ran
+
+
+# -- Watch.stream(deserialize=False): docs/findings/official-watch-deserialize-false.md ----------
+
+
+def test_deserialize_false_raises_key_error_on_an_error_event(stores: Any) -> None:
+    # No step at all: at quiescence kubesim ends the watch, as a server timeout does, and
+    # compacts history. Watch.stream watches again from the list's resourceVersion (it never
+    # recorded another), gets an ERROR event with a 410, and reads event["raw_object"], which
+    # only unmarshal_event sets: KeyError, where the caller expects ApiException(410).
+    verdict = judge(run_scenario(stores.raw, []).recording)
+    assert [v.property for v in verdict.violations] == ["crash"], verdict
+    assert "raised KeyError: 'raw_object'" in verdict.violations[0].summary
+
+
+def test_deserialize_false_replays_every_change_since_the_list_after_the_servers_end(
+    stores: Any,
+) -> None:
+    # A pod changes; the server ends the watch; Watch.stream watches again from the list's
+    # resourceVersion and delivers the change again. (Then the quiescence above crashes it.)
+    recording = run_scenario(stores.raw, [PatchMetadata(1), ExpireWatches()]).recording
+    assert [v.property for v in judge(recording).violations] == ["crash"]
+    replayed = check_effects_once(recording)  # judged on what it did before it crashed
+    assert replayed is not None
+    (repeat,) = replayed.details
+    assert "performed 2 times" in repeat
+    assert "round 2: expire watches" in repeat

@@ -5,11 +5,17 @@ has no resourceVersion (every pod as ``ADDED``, then the changes); after a cut i
 from ``Watch.resource_version``, where the ``Watch`` says the stream stood; after a 410 it takes
 the changes from a fresh list's resourceVersion on. ``listing`` lists first and watches from the
 list's resourceVersion, as client-go's reflector does. docs/findings/official-watch-replays-past.md
+
+``RawPodCache`` lists, then watches from the list's resourceVersion with
+``Watch().stream(..., deserialize=False)`` (plain dicts) and lists again after any API error;
+its effects are the ``(uid, resourceVersion)`` of every event it applies.
+docs/findings/official-watch-deserialize-false.md
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -90,6 +96,45 @@ class AsyncPodHandler:
         return done
 
 
+class RawPodCache:
+    def __init__(self, api_client: Any) -> None:
+        self.v1 = client.CoreV1Api(api_client)
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.applied: list[tuple[str, str]] = []
+
+    def run(self) -> None:
+        while True:
+            try:
+                reply = self.v1.list_pod_for_all_namespaces(_preload_content=False)
+                listed = json.loads(reply.data)
+                self.pods = {_key(pod): pod for pod in listed["items"]}
+                for event in watch.Watch().stream(
+                    self.v1.list_pod_for_all_namespaces,
+                    resource_version=listed["metadata"]["resourceVersion"],
+                    deserialize=False,
+                ):
+                    pod = event["object"]
+                    if event["type"] == "DELETED":
+                        self.pods.pop(_key(pod), None)
+                    elif event["type"] in ("ADDED", "MODIFIED"):
+                        self.pods[_key(pod)] = pod
+                    meta = pod["metadata"]
+                    self.applied.append((meta["uid"], meta["resourceVersion"]))
+            except (client.ApiException, HTTPError):
+                time.sleep(1)
+
+    def view(self) -> dict[str, dict[str, Any]]:
+        return dict(self.pods)
+
+    def effects(self) -> list[tuple[str, str]]:
+        done, self.applied = self.applied, []
+        return done
+
+
+def _key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
 def factory(api_client: Any) -> PodHandler:
     return PodHandler(api_client)
 
@@ -100,3 +145,7 @@ def listing(api_client: Any) -> PodHandler:
 
 async def async_factory(api_client: Any) -> AsyncPodHandler:
     return AsyncPodHandler(api_client)
+
+
+def raw(api_client: Any) -> RawPodCache:
+    return RawPodCache(api_client)
