@@ -113,3 +113,12 @@ def test_deserialize_false_replays_every_change_since_the_list_after_the_servers
     (repeat,) = replayed.details
     assert "performed 2 times" in repeat
     assert "round 2: expire watches" in repeat
+
+
+def test_the_dynamic_clients_watch_never_records_a_resource_version(stores: Any) -> None:
+    # Watch.unmarshal_event returns before recording anything when it has no return type,
+    # which DynamicClient.watch never gives it: a caller that resumes from
+    # Watch.resource_version after each end of the stream gets every change since its list again.
+    verdict = judge(run_scenario(stores.dynamic_handler, []).recording)
+    assert [v.property for v in verdict.violations] == ["effects-once"], verdict
+    assert "performed 3 times" in verdict.violations[0].details[0]
