@@ -2,7 +2,8 @@
 dask_gateway_informer.py).
 
 Tried with dask-gateway-server 2026.3.0 (kubernetes_asyncio 36.1.0, aiohttp 3.14, Python 3.11).
-What kubesim finds, and why it is dask-gateway's (docs/findings/dask-gateway-informer-no-backoff.md):
+What kubesim finds, and why it is dask-gateway's
+(docs/findings/dask-gateway-informer-no-backoff.md):
 
 - **progress**: ``Informer.run()`` retries a failed list at once (``continue``, no sleep), and
   relists at once after a watch that raised: through an outage (a 429 storm from API Priority
@@ -33,7 +34,7 @@ pytest.importorskip(
     reason="dask-gateway-server[kubernetes] is not installed",
 )
 
-from tests.integration import dask_gateway_informer  # noqa: E402  (needs dask-gateway-server)
+from tests.integration import dask_gateway_informer  # after the skip: it imports dask-gateway
 
 HELD_UP = [
     "create",
