@@ -14,6 +14,7 @@ keyed ``namespace/name`` (the informer keys ``namespace.name``).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from dask_gateway_server.backends.kubernetes.utils import Informer, RateLimitedClient
@@ -24,6 +25,7 @@ from kubernetes_asyncio import client
 class InformerStore:
     def __init__(self, api: Any) -> None:
         self.deleted: list[str] = []
+        self.running: asyncio.Task[None] | None = None
         self.informer = Informer(
             name="pod",
             client=api,
@@ -33,6 +35,7 @@ class InformerStore:
         )
 
     async def run(self) -> None:
+        self.running = asyncio.current_task()
         await self.informer.start()  # lists once, starts the watch task
         await self.informer._task  # the informer's loop: it never returns
 
@@ -53,6 +56,10 @@ class InformerStore:
 
     async def stop(self) -> None:
         await self.informer.stop()
+        # start() waits for a first list that a stopped informer never makes: as the gateway's
+        # shutdown (GracefulExit) abandons its setup(), the store ends its run().
+        if self.running is not None:
+            self.running.cancel()
 
 
 async def factory(api_client: Any) -> InformerStore:
