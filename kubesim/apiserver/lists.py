@@ -9,6 +9,7 @@ answer a ``Status`` 400 for what kube-apiserver refuses.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,11 @@ from kubesim.apiserver.watch_cache import TOO_LARGE_WAIT, too_large_resource_ver
 
 if TYPE_CHECKING:
     from kubesim.apiserver.server import APIServer
+
+# Set while a request is answered for a transport that, given an answer that took time
+# (``ListResult.took``), waits that long on the virtual clock and asks again
+# (kubesim.wire.routes.handle's ``asks_again``): that first answer never reaches the client.
+ASKS_AGAIN: ContextVar[bool] = ContextVar("ASKS_AGAIN", default=False)
 
 
 @dataclass(frozen=True)
@@ -108,9 +114,12 @@ def list_page(
             token = encode_continue(list_rv, next_key)
             if labels.empty() and fields.empty():
                 remaining_count = remaining
-        else:
+        # An answer the client will not get (it waits and asks again, see ASKS_AGAIN) is not
+        # a completed list, and shows the client nothing.
+        delivered = not (took and ASKS_AGAIN.get())
+        if next_key is None and delivered:
             server.lists_completed += 1
-        if server.delivery_listeners:
+        if server.delivery_listeners and delivered:
             for stored in items:
                 for listener in server.delivery_listeners:
                     listener(stored)

@@ -397,6 +397,9 @@ class ScenarioRun:
         self._lists_at_start = self.server.lists_completed
         self._shown_namespaces = set()
         self._instance_shown = False  # this instance's view has held an object
+        # What the server showed an earlier instance is not this one's to react to: a
+        # restarted process knows only what its own lists and watches told it.
+        self._shown = set()
         self._watches_at_start = self.server.watches_opened
         self.sim.start(self._launch(instance, self._loop_order), name="store")
         self.store, self._async = instance.store, instance.host

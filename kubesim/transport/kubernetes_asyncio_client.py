@@ -497,7 +497,7 @@ class FakeSession:
         follower = _follower(self.server, loop)
         if follower is not None:
             follower.catch_up(self.server)  # a watch opened now times out from now
-        response = handle(self.server, request)
+        response = handle(self.server, request, asks_again=follower is None)
         if response.wait and follower is None:
             # On virtual time the client waits as long as the watch cache did, then gets what
             # the cache says by then (kubesim.wire.routes.Response.wait).

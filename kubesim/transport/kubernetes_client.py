@@ -244,7 +244,7 @@ class PoolManager:
         catch_up = getattr(self.server.wait_policy, "catch_up", None)
         if catch_up is not None:
             catch_up(self.server)  # a watch opened now times out from now, not from a stale time
-        response = handle(self.server, request)
+        response = handle(self.server, request, asks_again=_virtual_time())
         if response.wait and _virtual_time():
             # The watch cache waited for the resourceVersion before refusing it: so does the
             # client, in virtual time; then the answer is what the cache says by then.

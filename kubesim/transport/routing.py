@@ -102,7 +102,7 @@ def exchange(server: APIServer, request: Request, read_timeout: float | None) ->
     catch_up = getattr(server.wait_policy, "catch_up", None)
     if catch_up is not None:
         catch_up(server)  # a watch opened now times out from now, not from a stale time
-    response = handle(server, request)
+    response = handle(server, request, asks_again=_virtual_time())
     if response.wait and _virtual_time():
         import time
 
@@ -124,7 +124,7 @@ async def exchange_async(server: APIServer, request: Request) -> Response:
     follower = _follower(server, asyncio.get_running_loop())
     if follower is not None:
         follower.catch_up(server)  # a watch opened now times out from now
-    response = handle(server, request)
+    response = handle(server, request, asks_again=follower is None)
     if response.wait and follower is None:
         await asyncio.sleep(response.wait)  # on the server's clock: the watch cache's wait
         response = handle(server, request, waited=True)

@@ -33,7 +33,7 @@ from kubesim.apiserver import status as st
 from kubesim.apiserver.continuation import InvalidContinue, decode_continue
 from kubesim.apiserver.encoding import OPT_INDENT_2, OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
 from kubesim.apiserver.go_values import json_kind
-from kubesim.apiserver.lists import parse_field_selector, parse_label_selector
+from kubesim.apiserver.lists import ASKS_AGAIN, parse_field_selector, parse_label_selector
 from kubesim.apiserver.patch import PATCH_TYPES
 from kubesim.apiserver.resources import SUBRESOURCES, ResourceType
 from kubesim.apiserver.server import APIServer
@@ -212,11 +212,15 @@ class _Target:
     view: ResourceType | None = None
 
 
-def handle(server: APIServer, request: Request, *, waited: bool = False) -> Response:
+def handle(
+    server: APIServer, request: Request, *, waited: bool = False, asks_again: bool = False
+) -> Response:
     """Serve one request. Never raises (``request_listeners`` may: see APIServer).
 
     ``waited``: the same request answered again after the transport waited
     :attr:`Response.wait` for it (one request, not a new one: not counted, no hooks).
+    ``asks_again``: the transport will do that if the answer has a wait, so such an answer is
+    never delivered: what it lists is not shown to the client (``delivery_listeners``).
     """
     if not waited:
         for hook in server.in_flight_hooks:
@@ -225,6 +229,7 @@ def handle(server: APIServer, request: Request, *, waited: bool = False) -> Resp
             server.request_count += 1
             for listener in server.request_listeners:
                 listener(request.method, request.path)
+    asking = ASKS_AGAIN.set(asks_again and not waited)
     try:
         response = _dispatch(server, request)
     except st.StatusError as error:
@@ -232,6 +237,8 @@ def handle(server: APIServer, request: Request, *, waited: bool = False) -> Resp
     except Exception as exc:  # the server must never die on a request; report, don't hide
         server.trace.record("internal-error", type(exc).__name__, str(exc))
         response = _status(st.internal_error(f"{type(exc).__name__}: {exc}"))
+    finally:
+        ASKS_AGAIN.reset(asking)
     return _framed(_prettied(request, response))
 
 
