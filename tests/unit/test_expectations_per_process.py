@@ -18,14 +18,13 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from models.endpoint_table import PodController
-
 from kubesim import APIServer
 from kubesim.apiserver.lists import ASKS_AGAIN
 from kubesim.checks.store import judge
 from kubesim.scenario.run import run_scenario
 from kubesim.scenario.steps import CrashAndRestart, DeletePods
 from kubesim.wire.routes import Request, handle
+from models.endpoint_table import PodController
 
 
 class SlowToStart(PodController):
