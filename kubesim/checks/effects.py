@@ -92,8 +92,9 @@ def _cause(recording: Recording, key: Any) -> str:
             "client-go's Replace does; a handler keyed per change must skip what it handled)"
         )
     return (
-        f" (again with no new version, {step}: a re-watch's synthetic ADDED or a resync "
-        "delivered it again)"
+        f" (again with no new version, {step}: delivered again by a watch that resumed from "
+        "an older resourceVersion than the last one handled, by a re-watch's synthetic ADDED, "
+        "or by a resync)"
     )
 
 

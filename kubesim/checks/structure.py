@@ -178,30 +178,38 @@ def tokens(value: Any) -> frozenset[Token]:
     return frozenset(out)
 
 
-def summary(value: Any, *, limit: int = 60) -> str:
-    """A short, deterministic description of a value for a report."""
+def summary(value: Any, *, limit: int = 60, depth: int = 3) -> str:
+    """A short, deterministic description of a value for a report.
+
+    ``depth``: how many levels of containers and attributes it looks into (an object graph
+    may be cyclic: a client that holds its discovery cache that holds the client)."""
     if is_object(value):
         key, _, rv = _object_identity(value)
         return f"{key} (rv {rv})" if rv else key
     if isinstance(value, _ATOMS):
         text = repr(value)
+    elif depth <= 0:
+        text = f"{type(value).__name__}(...)"
     elif isinstance(value, Mapping):
         items = list(value.items())
         text = "{" + ", ".join(
-            f"{summary(k, limit=20)}: {summary(v, limit=24)}" for k, v in items[:3]
+            f"{summary(k, limit=20, depth=depth - 1)}: {summary(v, limit=24, depth=depth - 1)}"
+            for k, v in items[:3]
         )
         text += ", ...}" if len(items) > 3 else "}"
     elif isinstance(value, list | tuple):
-        inner = ", ".join(summary(v, limit=30) for v in value[:3])
+        inner = ", ".join(summary(v, limit=30, depth=depth - 1) for v in value[:3])
         more = ", ..." if len(value) > 3 else ""
         text = f"({inner}{more})" if isinstance(value, tuple) else f"[{inner}{more}]"
     elif isinstance(value, set | frozenset):
-        shown = sorted(summary(v, limit=30) for v in value)
+        shown = sorted(summary(v, limit=30, depth=depth - 1) for v in value)
         text = "{" + ", ".join(shown[:3]) + (", ..." if len(shown) > 3 else "") + "}"
         if not shown:
             text = "set()"
     else:
-        fields = [f"{n}={summary(v, limit=20)}" for n, v in list(_attributes(value))[:3]]
+        fields = [
+            f"{n}={summary(v, limit=20, depth=depth - 1)}" for n, v in list(_attributes(value))[:3]
+        ]
         text = f"{type(value).__name__}({', '.join(fields)})"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

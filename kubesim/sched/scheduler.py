@@ -1031,8 +1031,13 @@ def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:
     return "".join(traceback.format_list(summary[-limit:])).rstrip().splitlines()
 
 
+_FILE_LINE = re.compile(r'^(\s*File ")([^"]+)(")', re.MULTILINE)
+
+
 def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    # Paths as a reader finds them, the same on every machine (a report, a docs page).
+    text = _FILE_LINE.sub(lambda m: m[1] + _display_path(m[2]) + m[3], text)
     return ThreadCrashed(
         f"thread {ct.name!r} raised {type(exc).__name__}: {exc}\n{text}",
         thread_name=ct.name,

@@ -160,6 +160,13 @@ class FakeHTTPResponse:
     def read(self, amt: int | None = None, decode_content: bool | None = None) -> bytes:
         return self.data
 
+    def json(self) -> Any:
+        """The body decoded as JSON, as urllib3 2's ``HTTPResponse.json()`` (a
+        ``_preload_content=False`` answer read with ``.json()``)."""
+        import json
+
+        return json.loads(self.data.decode("utf-8"))
+
     def stream(self, amt: int | None = None, decode_content: bool | None = None) -> Iterator[bytes]:
         body = self._body
         if isinstance(body, bytes):

@@ -438,7 +438,8 @@ def _rewrite(block: Block, printed: str) -> None:
     path = ROOT / block.page
     lines = path.read_text(encoding="utf-8").split("\n")
     start = current.line  # the line after the opening fence (fence lines are 1-based)
-    end = start + len(current.code.rstrip("\n").split("\n"))
+    body = current.code.rstrip("\n")
+    end = start + (len(body.split("\n")) if body else 0)  # an empty block has no line to replace
     lines[start:end] = printed.rstrip("\n").split("\n")
     path.write_text("\n".join(lines), encoding="utf-8")
 

@@ -103,6 +103,15 @@ def test_a_raw_watch_without_rv_replays_every_pod_as_added(
     assert all(line.startswith('{"type":"ADDED"') for line in lines)
 
 
+def test_an_unread_list_answer_decodes_with_json_as_urllib3s_does(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    server.create("pods", make_pod("a", "default"))
+    listed = core.list_namespaced_pod("default", _preload_content=False).json()
+    assert [pod["metadata"]["name"] for pod in listed["items"]] == ["a"]
+    assert listed["kind"] == "PodList"
+
+
 def test_an_abrupt_drop_surfaces_as_a_urllib3_protocol_error(
     server: APIServer, core: client.CoreV1Api
 ) -> None:

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -283,3 +284,23 @@ def test_a_deadlock_report_names_each_lock_by_its_holder() -> None:
     text = str(result.failure)
     assert "- thread 1 'one' waits for SimLock held by thread 'two' (thread 2)" in text
     assert "- thread 2 'two' waits for SimLock held by thread 'one' (thread 1)" in text
+
+
+def test_a_crash_names_files_as_a_reader_finds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same on every machine: relative to the working directory (a page's store module),
+    # never the absolute path of a temporary directory.
+    (tmp_path / "crashing_store.py").write_text(
+        "def handle(event):\n    raise KeyError('raw_object')\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import crashing_store
+
+    try:
+        crashing_store.handle({})
+    except KeyError as error:
+        crash = sched._crash(SimpleNamespace(name="store"), error)  # type: ignore[arg-type]
+    assert 'File "crashing_store.py", line 2, in handle' in str(crash)
+    assert str(tmp_path) not in str(crash)
