@@ -158,11 +158,6 @@ class DynamicPodHandler:
             except HTTPError:
                 time.sleep(1)
 
-    def history_dependent(self) -> list[str]:
-        # kubesim's structure walk (history oracle) recurses without end through the
-        # DynamicClient's Resource -> client -> discoverer graph: left out (a kubesim bug).
-        return ["pods"]
-
     def effects(self) -> list[tuple[str, str]]:
         done, self.handled = self.handled, []
         return done
