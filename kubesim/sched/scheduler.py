@@ -383,7 +383,11 @@ class Scheduler:
         except _Abort:
             pass
         except BaseException as exc:
-            self._fail(_crash(ct, exc))
+            # A thread being unwound (a crash, a stop, the end of the run) may raise from a
+            # finally block (kuryr's Watcher calls sys.exit() there): a process that dies runs
+            # none of that, so it is part of the unwinding, not a crash of the store.
+            if not (self.aborting and _raised_while_unwinding(exc)):
+                self._fail(_crash(ct, exc))
         finally:
             self._finish(ct)
 
@@ -1029,6 +1033,18 @@ def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:
     while summary and summary[0].filename == threading.__file__:
         summary.pop(0)
     return "".join(traceback.format_list(summary[-limit:])).rstrip().splitlines()
+
+
+def _raised_while_unwinding(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while an :class:`_Abort` unwound the thread (in a finally)."""
+    seen: set[int] = set()
+    cause = exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, _Abort):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 _FILE_LINE = re.compile(r'^(\s*File ")([^"]+)(")', re.MULTILINE)
