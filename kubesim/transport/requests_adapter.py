@@ -34,6 +34,7 @@ from kubesim.apiserver.server import APIServer
 from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of
 from kubesim.transport.routing import (
     UnsupportedClient,
+    body_bytes,
     current_server,
     exchange,
     is_kubesim_host,
@@ -57,16 +58,7 @@ def _requests() -> Any:
 
 
 def _body(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode()
-    raise UnsupportedClient(
-        f"kubesim's requests adapter cannot send a {type(body).__name__} body (a stream or a "
-        "generator): send bytes or str (json=..., data=...)"
-    )
+    return body_bytes(body, client="requests adapter", instead="bytes or str (json=..., data=...)")
 
 
 def kubesim_adapter(server: APIServer | None = None) -> Any:

@@ -22,6 +22,7 @@ import contextlib
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchStream
@@ -86,6 +87,21 @@ def request_of(
     return Request(method.upper(), parts.path or "/", parts.query, dict(headers or {}), body)
 
 
+def body_bytes(body: Any, *, client: str, instead: str) -> bytes:
+    """A request body as bytes (None: empty). A stream or a generator is refused: the server
+    takes a body whole, so the error names the ``client`` and what to send ``instead``."""
+    if body is None:
+        return b""
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    raise UnsupportedClient(
+        f"kubesim's {client} cannot send a {type(body).__name__} body (a stream or a "
+        f"generator): send {instead}"
+    )
+
+
 def _virtual_time() -> bool:
     """True in a controlled thread, where ``time.sleep`` passes virtual time."""
     from kubesim.sched import scheduler
@@ -148,6 +164,7 @@ __all__ = [
     "KUBESIM_URL",
     "NoServerRouted",
     "UnsupportedClient",
+    "body_bytes",
     "current_server",
     "exchange",
     "exchange_async",

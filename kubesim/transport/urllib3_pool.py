@@ -27,7 +27,7 @@ from typing import Any
 
 from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of
 from kubesim.transport.routing import (
-    UnsupportedClient,
+    body_bytes,
     current_server,
     exchange,
     is_kubesim_host,
@@ -61,22 +61,14 @@ def _response() -> type[Any]:
     return _response_class
 
 
-def _body(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode()
-    raise UnsupportedClient(
-        f"kubesim's urllib3 transport cannot send a {type(body).__name__} body (a file or a "
-        "generator): send bytes or str"
-    )
-
-
 def serve(method: str, url: str, **kw: Any) -> Any:
     """One ``urlopen`` for ``kubesim.invalid``: the routed server's answer as urllib3's."""
-    routed = request_of(method, url, dict(kw.get("headers") or {}), _body(kw.get("body")))
+    routed = request_of(
+        method,
+        url,
+        dict(kw.get("headers") or {}),
+        body_bytes(kw.get("body"), client="urllib3 transport", instead="bytes or str"),
+    )
     answer = exchange(current_server(), routed, read_timeout_of(kw.get("timeout")))
     headers = [(k, v) for k, v in wire_headers(answer) if k != "Content-Type"]
     response = _response()(answer.status, answer.content_type, answer.body, dict(headers))
