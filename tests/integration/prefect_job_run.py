@@ -9,13 +9,15 @@ block's: ``run_namespaced_job`` calls ``KubernetesJob.trigger()`` and then
 
 Here one ``KubernetesJobRun`` waits on each Job of the simulated world, as ``trigger()`` would
 have returned it (the run holds the manifest; it reads the Job by name), with the block's
-defaults (``interval_seconds=5``, ``delete_after_completion=True``). The store finds the Jobs by
-listing them every 10 seconds (kubesim's workload creates them, not ``trigger()``). Its effects are
-the outcomes: ``(uid, "Complete")`` when ``wait_for_completion`` returns, ``(uid, "Failed")``
-when it raises the ``RuntimeError`` it raises for a failed Job, ``(uid, "deleted")`` for a 404
-(the Job is gone). Any other exception is the flow run failing: ``run()`` raises it, as
-``run_namespaced_job`` does. ``expects()`` asks for the outcome of every Job that ended (its last state,
-or its deletion, which carries it: ``delete_after_completion`` deletes it once it is seen).
+defaults (``interval_seconds=5``, ``delete_after_completion=True``). The store finds the Jobs
+by listing them every 10 seconds (kubesim's workload creates them, not ``trigger()``). Its
+effects are the outcomes: ``(uid, "Complete")`` when ``wait_for_completion`` returns,
+``(uid, "Failed")`` when it raises the ``RuntimeError`` it raises for a failed Job,
+``(uid, "deleted")`` for a 404 (the Job is gone). Any other exception is the flow run failing:
+``run()`` raises it, as ``run_namespaced_job`` does. ``expects()`` asks for the outcome of
+every Job that ended (its last state, or its deletion, which carries it). kubesim does not ask
+it yet: it takes a store's scope from its watches, and this store only lists (with no watch,
+the scope is pods), so ``effects-expected`` reports "not exercised".
 """
 
 from __future__ import annotations
