@@ -1,0 +1,90 @@
+"""prefect-kubernetes' ``KubernetesJobRun.wait_for_completion`` under ``kubesim check``
+(store: prefect_job_run.py; page: docs/findings/prefect-job-run-wait.md).
+
+Tried with prefect-kubernetes 0.8.0 (prefect 3.9.1, kubernetes_asyncio 36.1.0, Python 3.11).
+prefect-kubernetes is not in the test extra: these tests run where it is installed (a venv with
+``pip install prefect-kubernetes==0.8.0 -e .``) and are skipped elsewhere.
+
+What kubesim finds, and why it is prefect-kubernetes':
+
+- **progress**: ``await_for_completion`` sleeps only while ``status.active`` is non-zero. A Job
+  with no active pod and no ``Complete`` or ``Failed`` condition (its status before the Job
+  controller's first sync; on a cluster, above all, between a failed pod and its replacement,
+  while the controller waits out its backoff of 10 s, 20 s, ... up to 6 minutes) is read, and its
+  pods listed, again at once, without end: here 1,000 requests at one virtual instant, in a
+  world with no Job controller, where Jobs keep that status.
+- **crash** (the failure oracle): any error of the API server (a 500, a 503 or 429, a
+  connection refused during an apiserver restart) on the Job's read or its pods' list ends
+  ``wait_for_completion``
+  with that exception while the Job runs on: ``run_namespaced_job`` fails, and with
+  ``delete_after_completion`` the Job is left behind. One 500 on a list is enough.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesim.scenario.run import Setup
+from kubesim.testing.check import check_store
+
+prefect_kubernetes = pytest.importorskip(
+    "prefect_kubernetes", reason="prefect-kubernetes is not installed"
+)
+
+SPEC = "tests/integration/prefect_job_run.py:factory"
+WORKLOAD = ["create", "delete", "churn", "labels", "annotate", "status"]
+JOBS = ("jobs.batch", "pods")
+
+
+@pytest.fixture
+def store() -> Any:
+    from importlib.metadata import version
+
+    # The version docs/findings/prefect-job-run-wait.md names: a release that fixes the loop
+    # fails these tests, which then need updating.
+    assert version("prefect-kubernetes") == "0.8.0", version("prefect-kubernetes")
+    from tests.integration import prefect_job_run
+
+    return prefect_job_run
+
+
+def _check(
+    store: Any, kinds: list[str], *, controllers: bool, oracles: list[str] | None = None
+) -> Any:
+    return check_store(
+        store.factory,
+        spec=SPEC,
+        examples=8,
+        seed=0,
+        kinds=kinds,
+        setup=Setup(kinds=JOBS, controllers=controllers),
+        database=":memory:",
+        oracles=oracles,
+    )
+
+
+def test_a_job_with_no_active_pod_and_no_condition_is_polled_without_a_pause(store: Any) -> None:
+    # No Job controller: every Job of the world keeps the status it was written with, none.
+    report = _check(store, WORKLOAD, controllers=False)
+    found = report.found
+    assert found is not None
+    assert found.properties == ["progress"], str(found)
+    text = str(found)
+    assert "API requests at virtual time 0 s without waiting for anything" in text, text
+    assert "/apis/batch/v1/namespaces/" in text or "/api/v1/namespaces/" in text, text
+
+
+def test_one_api_error_ends_the_wait_for_a_running_job(store: Any) -> None:
+    # Not judged by progress: each waiter reads its Job and lists its pods every 5 s, by design,
+    # and with more than about five Jobs (the workload creates some) that is more than kubesim's
+    # bound for one store, 2 requests a second.
+    oracles = ["failure", "bounded", "history", "effects-once"]
+    report = _check(store, [*WORKLOAD, "http-error"], controllers=True, oracles=oracles)
+    found = report.found
+    assert found is not None
+    assert found.properties == ["crash"], str(found)
+    text = str(found)
+    assert "raised ApiException" in text, text
+    assert "fail the next 1 list or watch request with" in text, text
