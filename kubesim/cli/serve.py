@@ -61,8 +61,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"kubesim serve: {exc}", file=sys.stderr)
         return 2
     transport.start()
-    print(f"kubesim serving at {transport.url}", flush=True)
     if args.kubeconfig:
+        # Written before the banner: a script that starts the server and waits for its first
+        # line may use the kubeconfig at once.
         write_kubeconfig(
             args.kubeconfig,
             transport.url,
@@ -71,6 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             client_cert_pem=tls_files.client_cert_pem if tls_files is not None else None,
             client_key_pem=tls_files.client_key_pem if tls_files is not None else None,
         )
+    print(f"kubesim serving at {transport.url}", flush=True)
+    if args.kubeconfig:
         print(f"kubeconfig written to {args.kubeconfig}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -802,7 +802,7 @@ class ScenarioRun:
         versions = self.recording.versions
         if versions is None:
             return {}
-        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
+        plurals = self._store_plurals()
         last: dict[str, Any] = {}
         for event in versions.events:
             if event.resource.plural in plurals:
@@ -905,7 +905,7 @@ class ScenarioRun:
             old.update(snapshot(reads[0], name="read()"))
             new.update(snapshot(reads[1], name="read()"))
         versions = self.recording.versions
-        plurals = {plural for plural, *_ in self._scopes} or {"pods"}
+        plurals = self._store_plurals()
         provenance = Provenance(
             versions.events if versions is not None else (),
             versions.base_objects(plurals) if versions is not None else (),
@@ -990,10 +990,19 @@ class ScenarioRun:
             )
         self.recording.expected = expected
 
+    def _store_scopes(self) -> dict[tuple[str, str | None, str, str], Any]:
+        """The scopes of the store's watches; of its lists, if it never watched (it polls)."""
+        return self._scopes or self._list_scopes
+
+    def _store_plurals(self) -> set[str]:
+        """The resources the store watches (lists, if it polls); pods if it did neither."""
+        return {plural for plural, *_ in self._store_scopes()} or {"pods"}
+
     def _in_scope(self, plural: str, key: Any, stored: Any) -> bool:
-        """Whether a watch the store opened on ``plural`` sees this object (any, if none)."""
-        watchers = [w for (watched, *_), w in self._scopes.items() if watched == plural]
-        return not watchers or any(w.matches(key, stored) for w in watchers)
+        """Whether a watch (a list, for a store that polls) the store made of ``plural`` sees
+        this object (any, if none)."""
+        scopes = [w for (watched, *_), w in self._store_scopes().items() if watched == plural]
+        return not scopes or any(w.matches(key, stored) for w in scopes)
 
     def _call_from_driver_with(self, hook: str, argument: Any) -> Any:
         function = getattr(self.store, hook)

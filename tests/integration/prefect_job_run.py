@@ -15,9 +15,8 @@ effects are the outcomes: ``(uid, "Complete")`` when ``wait_for_completion`` ret
 ``(uid, "Failed")`` when it raises the ``RuntimeError`` it raises for a failed Job,
 ``(uid, "deleted")`` for a 404 (the Job is gone). Any other exception is the flow run failing:
 ``run()`` raises it, as ``run_namespaced_job`` does. ``expects()`` asks for the outcome of
-every Job that ended (its last state, or its deletion, which carries it). kubesim does not ask
-it yet: it takes a store's scope from its watches, and this store only lists (with no watch,
-the scope is pods), so ``effects-expected`` reports "not exercised".
+every Job that ended (its last state, or its deletion, which carries it): kubesim asks it about
+the Jobs of the store's lists (it polls, it never watches).
 """
 
 from __future__ import annotations

@@ -194,9 +194,43 @@ class ConfigPoller:
                     "settings", label_selector="role=config", _preload_content=False
                 )
                 self.cache = {_key(obj): obj for obj in json.loads(response.data)["items"]}
+                self.polled()
             except client.ApiException:
                 pass  # polled again in 10 s
             time.sleep(10)
 
+    def polled(self) -> None:
+        """After each list: what a poller does with what it found (nothing here)."""
+
     def view(self) -> dict[str, dict[str, Any]]:
         return dict(self.cache)
+
+
+class ConfigReloader(ConfigPoller):
+    """A poller that reloads each ConfigMap version it lists, once: its effects are the
+    reloads, and it owes one for the last version of every ConfigMap in its scope."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        super().__init__(api_client)
+        self.done: dict[str, str] = {}  # uid -> the resourceVersion reloaded last
+        self.reloads: list[tuple[str, str]] = []
+
+    def polled(self) -> None:
+        listed = {
+            obj["metadata"]["uid"]: obj["metadata"]["resourceVersion"]
+            for obj in self.cache.values()
+        }
+        for uid, rv in listed.items():
+            if self.done.get(uid) != rv:
+                self.reloads.append((uid, rv))
+        self.done = listed  # what is gone is forgotten
+
+    def effects(self) -> list[tuple[str, str]]:
+        done, self.reloads = self.reloads, []
+        return done
+
+    def expects(self, event: dict[str, Any]) -> tuple[str, str] | None:
+        if event["type"] == "DELETED":
+            return None
+        meta = event["object"]["metadata"]
+        return (meta["uid"], meta["resourceVersion"])

@@ -283,3 +283,14 @@ def test_a_store_that_polls_is_learned_from_its_lists() -> None:
     assert result.lines[0] == "create settings/config-006"
     _, server = _final(result)
     assert len(server) == 7, server  # 6 made in its scope when it first listed, and one more
+
+
+def test_a_store_that_polls_is_asked_what_it_owes_for_the_objects_it_lists() -> None:
+    # effects-expected takes the scope of a store that never watches from its lists: the
+    # reloader owes a reload of each ConfigMap's last version in settings, role=config.
+    result = run_scenario(stores.ConfigReloader, [CreatePods(1), AdvanceTime(10)], seed=1)
+    expected = result.recording.expected
+    assert expected is not None
+    assert len(expected) == 7, expected
+    assert all("settings/config-" in e.why for e in expected), expected
+    assert _broken(result) == {}
