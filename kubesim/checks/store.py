@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesim.checks import bounded, effects, progress, state
-from kubesim.checks.races import SnapshotRead
 from kubesim.checks.recording import ReadScope, Recording
 from kubesim.checks.violation import Violation
 
@@ -56,7 +55,8 @@ def _failure(recording: Recording) -> Violation | None:
 
 
 def _snapshot_reads(recording: Recording) -> Violation | None:
-    from kubesim.checks.races import check_snapshot_reads
+    # Imported when judged: the pytest plugin loads the oracle table, and races is heavy.
+    from kubesim.checks.races import SnapshotRead, check_snapshot_reads
 
     if recording.versions is None or not recording.snapshot_reads:
         return None
@@ -115,7 +115,7 @@ def _snapshot_reads(recording: Recording) -> Violation | None:
     )
 
 
-def _part(recording: Recording, read: SnapshotRead, resource: str, *, first: bool) -> SnapshotRead:
+def _part(recording: Recording, read: Any, resource: str, *, first: bool) -> Any:
     """The objects of ``resource`` in ``read`` (with those the server never had, if ``first``).
     An empty part is a cache of that resource not synced yet, as a store's informers sync one
     by one: not judged as torn (the view's convergence is ``converge``'s to judge)."""

@@ -75,18 +75,62 @@ MUTANTS = [
         why="isolation would be reported passed by a campaign that never read",
     ),
     dict(
+        name="reads-judged-against-pods",
+        path="kubesim/checks/store.py",
+        old='    read_scopes = recording.read_scopes or [ReadScope("pods")]\n',
+        new='    read_scopes = [ReadScope("pods")]\n',
+        tests=[
+            "tests/unit/test_workload_kinds.py::"
+            "test_reads_of_another_kind_are_judged_against_that_kind"
+        ],
+        why="a correct cache of Jobs or ConfigMaps would be called torn on every read",
+    ),
+    dict(
+        name="outage-budget-per-store",
+        path="kubesim/checks/progress.py",
+        old="    loops = watch_loops(recording)\n",
+        new="    loops = 1\n",
+        tests=[
+            "tests/unit/test_store_oracles.py::"
+            "test_an_outage_allows_each_watch_loop_its_own_retry_a_second"
+        ],
+        why="a store of two informers retrying once a second each would be called a hot loop",
+    ),
+    dict(
+        name="shown-to-any-instance",
+        path="kubesim/scenario/run.py",
+        old="        self._shown = set()\n",
+        new="",
+        tests=[
+            "tests/unit/test_expectations_per_process.py::"
+            "test_a_restarted_store_owes_nothing_for_what_only_its_predecessor_saw"
+        ],
+        why="a restarted store would owe reactions to what only the crashed process saw",
+    ),
+    dict(
+        name="discarded-answer-shown",
+        path="kubesim/apiserver/lists.py",
+        old="        delivered = not (took and ASKS_AGAIN.get())\n",
+        new="        delivered = True\n",
+        tests=[
+            "tests/unit/test_expectations_per_process.py::"
+            "test_an_answer_the_client_will_ask_again_for_shows_it_nothing"
+        ],
+        why="a list answer the client never got would count as shown to it",
+    ),
+    dict(
         name="snapshot-reads-across-scopes",
         path="kubesim/checks/store.py",
-        old="    if len(scopes) < 2:",
-        new="    if True:",
+        old="        if len(judged.scopes) < 2:",
+        new="        if True:",
         tests=[f"{POWER}test_snapshot_reads_judge_each_namespace_at_its_own_resource_version"],
         why="a correct store with one reflector per namespace would be called torn",
     ),
     dict(
         name="filtered-reads-judged-whole",
         path="kubesim/checks/store.py",
-        old="            subset=recording.partial_reads is not None,\n        )\n    else:",
-        new="            subset=False,\n        )\n    else:",
+        old="    subset = recording.partial_reads is not None\n",
+        new="    subset = False\n",
         tests=[f"{POWER}test_a_filtered_read_is_judged_as_a_part_of_a_state"],
         why="a read that serves only running pods would be called torn when a pod terminates",
     ),
