@@ -90,3 +90,24 @@ def test_one_api_error_ends_the_wait_for_a_running_job(store: Any) -> None:
     assert "\ncrash: StoreCrashed" in text, text
     assert "raised ApiException" in text, text
     assert "fail the next 1 list or watch request with" in text, text
+
+
+def test_the_pages_plain_script_shows_both(store: Any, tmp_path: Path) -> None:
+    # docs/findings/prefect-job-run-wait.md's script against kubesim serve, as a user runs it.
+    page = (ROOT / "docs" / "findings" / "prefect-job-run-wait.md").read_text(encoding="utf-8")
+    script = page.split("```python\n# file: prefect_wait.py\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "prefect_wait.py").write_text(script, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "prefect_wait.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    spun, raised = done.stdout.strip().splitlines()
+    sent = int(spun.split(": ")[1].split()[0])
+    assert sent > 2, spun  # one read and one list, then a 5 s sleep: at most 2 in 3 s
+    assert raised == "wait_for_completion raised ApiException (500)", raised
