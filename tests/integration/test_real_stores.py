@@ -225,6 +225,8 @@ def kopf_index() -> Any:
     pytest.importorskip(
         "kopf", minversion="1.45", reason="kopf 1.45+ (Python 3.11+) is not installed"
     )
+    # The version docs/findings/kopf-index-relist.md names (pinned in the test extra).
+    assert importlib.metadata.version("kopf") == "1.45.2"
     from tests.integration import kopf_pods_index
 
     return kopf_pods_index.factory
