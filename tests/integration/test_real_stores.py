@@ -119,16 +119,20 @@ def kubespawner() -> None:
     assert importlib.metadata.version("jupyterhub-kubespawner") == "7.1.0"
 
 
-@pytest.mark.usefixtures("kubespawner")
-def test_kubespawner_reflector_dies_when_its_first_list_after_a_restart_fails() -> None:
-    report = check_store(
+def _kubespawner_campaign(kinds: list[str], *, examples: int, seed: int) -> Any:
+    return check_store(
         kubespawner_pods,
         spec="tests/integration/test_real_stores.py:kubespawner_pods",
-        examples=100,
-        seed=0,
-        kinds=["create", "http-error", "crash"],
+        examples=examples,
+        seed=seed,
+        kinds=kinds,
         database=":memory:",
     )
+
+
+@pytest.mark.usefixtures("kubespawner")
+def test_kubespawner_reflector_dies_when_its_first_list_after_a_restart_fails() -> None:
+    report = _kubespawner_campaign(["create", "http-error", "crash"], examples=100, seed=0)
     found = report.found
     assert found is not None
     assert found.properties == ["crash"], str(found)
@@ -142,13 +146,8 @@ def test_kubespawner_reflector_dies_when_its_first_list_after_a_restart_fails() 
 def test_kubespawner_reflector_gives_up_for_good_in_a_lasting_outage() -> None:
     # _watch_and_update doubles its delay from 0.1 s and returns once it would pass 30 s: nine
     # failures in a row, about 51 s (docs/findings/kubespawner-outage-gives-up.md).
-    report = check_store(
-        kubespawner_pods,
-        spec="tests/integration/test_real_stores.py:kubespawner_pods",
-        examples=100,
-        seed=0,
-        kinds=["create", "delete", "churn", "read", "outage"],
-        database=":memory:",
+    report = _kubespawner_campaign(
+        ["create", "delete", "churn", "read", "outage"], examples=100, seed=0
     )
     found = report.found
     assert found is not None
@@ -160,11 +159,8 @@ def test_kubespawner_reflector_gives_up_for_good_in_a_lasting_outage() -> None:
 
 @pytest.mark.usefixtures("kubespawner")
 def test_kubespawner_reflector_passes_expiries_relists_and_reads() -> None:
-    report = check_store(
-        kubespawner_pods,
-        examples=40,
-        seed=2,
-        kinds=[
+    report = _kubespawner_campaign(
+        [
             "create",
             "delete",
             "churn",
@@ -177,7 +173,8 @@ def test_kubespawner_reflector_passes_expiries_relists_and_reads() -> None:
             "read",
             "crash",
         ],
-        database=":memory:",
+        examples=40,
+        seed=2,
     )
     assert report.ok, str(report.found)
     assert {"converge", "monotone", "snapshot-reads", "isolation", "clean-stop"} <= report.ran
@@ -188,12 +185,8 @@ def test_kubespawner_reflector_relists_from_zero_and_a_stale_watch_cache_takes_i
     # After any watch error the reflector lists again from resourceVersion "0" (_watch_and_update:
     # "ensure we request a valid resource version on retry"), which the watch cache answers,
     # however far behind it is: pods deleted since come back into its cache (kubernetes#59848).
-    report = check_store(
-        kubespawner_pods,
-        spec="tests/integration/test_real_stores.py:kubespawner_pods",
-        examples=40,
-        seed=2,
-        kinds=[
+    report = _kubespawner_campaign(
+        [
             "create",
             "delete",
             "churn",
@@ -208,7 +201,8 @@ def test_kubespawner_reflector_relists_from_zero_and_a_stale_watch_cache_takes_i
             "read",
             "crash",
         ],
-        database=":memory:",
+        examples=40,
+        seed=2,
     )
     found = report.found
     assert found is not None
