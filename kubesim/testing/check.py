@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -120,6 +120,13 @@ class _UsageError(BaseException):
     def __init__(self, problem: Exception) -> None:
         super().__init__(str(problem))
         self.problem = problem
+
+
+class _OutOfTime(KeyboardInterrupt):
+    """Ends the campaign when ``max_time`` is spent. Hypothesis stops at a KeyboardInterrupt
+    without saving, replaying or shrinking the example. Rejecting the example instead would end
+    a choice prefix earlier than an earlier example that drew on from it, which Hypothesis
+    reports as flaky generation (and ``kubesim check`` as NONDETERMINISTIC)."""
 
 
 class _Violated(Exception):
@@ -236,7 +243,7 @@ def check_store(
     def example(data: st.DataObject) -> None:
         if deadline is not None and report.found_at is None and time.monotonic() > deadline:
             report.out_of_time = True
-            reject()  # out of time: Hypothesis draws nothing more that runs
+            raise _OutOfTime
         # The schedules first: the scenario's swarm must be the last draw (kubesim.testing.
         # strategies explains why). A schedule is a few preemptions at hot points (a reader
         # inside read(), a store thread handling its list: kubesim.sched.Preemptions) and a
@@ -299,6 +306,8 @@ def check_store(
         test()
     except _UsageError as usage:
         raise usage.problem from None
+    except _OutOfTime:
+        pass  # report.out_of_time says so
     except _Violated as failed:
         traced_names = tuple(getattr(t, "__name__", str(t)) for t in traced)
         replay = Replay(

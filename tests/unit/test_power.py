@@ -337,3 +337,29 @@ def test_a_store_whose_runs_differ_is_reported_as_nondeterministic(tmp_path: Pat
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"kubesim check {store}:Store: NONDETERMINISTIC:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+class _TickingClock:
+    """Wall time that moves one second each time the campaign looks at it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_a_campaign_out_of_time_stops_cleanly_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # max_time once ended the campaign by rejecting the next example before it drew anything;
+    # Hypothesis saw a choice prefix end earlier than before and the campaign of a correct store
+    # was reported as NONDETERMINISTIC whenever it ran out of time.
+    import kubesim.testing.check as check
+
+    monkeypatch.setattr(check, "time", _TickingClock())
+    factory = load_factory("models.ksm_relist:build_then_swap")
+    report = check_store(factory, examples=50, max_time=4.5, database=":memory:")
+    assert report.ok
+    assert report.out_of_time
+    # The deadline is 1 + 4.5: four examples see 2, 3, 4 and 5; the fifth sees 6 and stops.
+    assert report.examples == 4
