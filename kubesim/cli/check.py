@@ -307,6 +307,8 @@ def _print_report(report: Any, elapsed: float) -> None:
     rate = report.examples / elapsed if elapsed > 0 else 0.0
     if report.ok:
         outcome = f"OK after {report.examples} examples"
+        if report.out_of_time:
+            outcome += " (--max-time spent: not the --examples asked for)"
     else:
         shrinking = report.examples - (report.found_at or report.examples)
         outcome = (
@@ -338,6 +340,7 @@ def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
         "ok": report.ok,
         "examples": report.examples,
         "found_at": report.found_at,
+        "out_of_time": report.out_of_time,
         "seconds": round(elapsed, 3),
         "oracles": {
             "ran": sorted(report.ran),

@@ -350,7 +350,9 @@ class _TickingClock:
         return self.now
 
 
-def test_a_campaign_out_of_time_stops_cleanly_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_campaign_out_of_time_stops_cleanly_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # max_time once ended the campaign by rejecting the next example before it drew anything;
     # Hypothesis saw a choice prefix end earlier than before and the campaign of a correct store
     # was reported as NONDETERMINISTIC whenever it ran out of time.
@@ -363,3 +365,9 @@ def test_a_campaign_out_of_time_stops_cleanly_and_says_so(monkeypatch: pytest.Mo
     assert report.out_of_time
     # The deadline is 1 + 4.5: four examples see 2, 3, 4 and 5; the fifth sees 6 and stops.
     assert report.examples == 4
+    from kubesim.cli.check import _print_report
+
+    _print_report(report, elapsed=4.5)
+    assert "OK after 4 examples (--max-time spent: not the --examples asked for)" in (
+        capsys.readouterr().out
+    )
