@@ -15,8 +15,9 @@ Every scenario ends the same way, so that the oracles can judge it:
    compacted past the store's resourceVersion, so the store must re-sync (a reflector relists
    after its 410; a raw watcher gets a synthetic ADDED per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
-   history grows (every pod's annotation is rewritten, then watches expire). A bounded store's
-   structures and retained bytes stay flat across them; a leaking one grows every round.
+   history grows (every pod's annotation is rewritten and its labels get a new value, then
+   watches expire). A bounded store's structures and retained bytes stay flat across them; a
+   leaking one grows every round.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from kubesim.checks.recording import (
     object_key,
     observe,
 )
-from kubesim.scenario.steps import Key, Step
+from kubesim.scenario.steps import LABEL_KEYS, Key, Step
 from kubesim.sched.strategies import Preemptions
 from kubesim.sim.store import FactoryFailed
 
@@ -1214,12 +1215,19 @@ class ScenarioRun:
 
     def _tail(self, first: int, last: int) -> None:
         server = self.server
+        rotated = self._rotated_label_keys()
         for tail in range(first, last + 1):
+            value = f"tail-{tail:03d}"
             for resource, (namespace, name) in self._workload_objects():
                 server.patch(
                     resource,
                     name,
-                    {"metadata": {"annotations": {"kubesim/tail": f"round-{tail:03d}"}}},
+                    {
+                        "metadata": {
+                            "annotations": {"kubesim/tail": f"round-{tail:03d}"},
+                            "labels": dict.fromkeys(rotated, value),
+                        }
+                    },
                     namespace=namespace or None,
                 )
             server.expire_watches()
@@ -1228,7 +1236,22 @@ class ScenarioRun:
             self.settle()
             self.sim.advance(60)
             what = "every pod" if self.resources() == ["pods"] else "every object"
-            self.observe(f"tail {tail}: {what} re-annotated, watches expired", "tail")
+            labels = f", labels {', '.join(rotated)}={value}" if rotated else ""
+            self.observe(f"tail {tail}: {what} re-annotated{labels}, watches expired", "tail")
+
+    def _rotated_label_keys(self) -> list[str]:
+        """The label keys the tail sets to a new value each round: the scenario's own
+        (:data:`~kubesim.scenario.steps.LABEL_KEYS`) but those any of the store's watches or
+        lists selects on, so that the live set it holds stays the same. A value the tail sets
+        is gone the round after, as a rollout's pod-template-hash is: an index, an intern table
+        or a per-value table that keeps what no object carries any more grows every round, and
+        holds what a fresh store does not."""
+        selected = {
+            requirement.key
+            for scope in self._store_scopes().values()
+            for requirement in scope.label_selector.requirements()
+        }
+        return [key for key in LABEL_KEYS if key not in selected]
 
 
 @dataclass
