@@ -64,13 +64,18 @@ class FreshComparison:
 
 def differences(comparison: FreshComparison) -> list[str]:
     """The differences that matter (see the module docstring), one line each."""
+    return [line for _, line in _differences(comparison)]
+
+
+def _differences(comparison: FreshComparison) -> list[tuple[str, str]]:
+    """(structure, line) per difference: the path of the structure it is in, and the line."""
     provenance = comparison.provenance
     found = diff_snapshots(comparison.old, comparison.fresh)
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []
 
-    def add(line: str | None) -> None:
-        if line is not None and line not in lines:
-            lines.append(line)
+    def add(line: str | None, path: str) -> None:
+        if line is not None and (path, line) not in lines:
+            lines.append((path, line))
 
     # In a collection, a stale entry shows as one the long-running store has and one it lacks,
     # both about the same object: report them as one line.
@@ -99,13 +104,14 @@ def differences(comparison: FreshComparison) -> list[str]:
             add(
                 f"{item.path}: the entry for {key} has {_tokens(item.old - twin.old)} where a "
                 f"fresh store's has {_tokens(twin.old - item.old)}"
-                + (f" (it refers to {past})" if past else "")
+                + (f" (it refers to {past})" if past else ""),
+                item.path,
             )
             continue
-        add(_judge(item, provenance))
+        add(_judge(item, provenance), item.path)
     for item in lacking:
         if id(item) not in paired:
-            add(_judge(item, provenance))
+            add(_judge(item, provenance), item.path)
     if lines:
         # Context for what was found: sizes() alone is numbers, with no provenance to judge.
         for name in sorted(set(comparison.old_sizes) | set(comparison.fresh_sizes)):
@@ -113,7 +119,11 @@ def differences(comparison: FreshComparison) -> list[str]:
             fresh = comparison.fresh_sizes.get(name)
             if old != fresh:
                 lines.append(
-                    f"sizes()[{name!r}] is {_count(old)} while a fresh store's is {_count(fresh)}"
+                    (
+                        "sizes()",
+                        f"sizes()[{name!r}] is {_count(old)} while a fresh store's is "
+                        f"{_count(fresh)}",
+                    )
                 )
     return lines
 
@@ -160,23 +170,37 @@ def _count(value: int | None) -> str:
 
 
 def check_history(recording: Recording) -> Violation | None:
-    lines: list[str] = []
+    found: list[tuple[str, str]] = []
     for comparison, when in (
         (recording.fresh_before, "before the final relist: "),
         (recording.fresh, ""),
     ):
         if comparison is None or comparison.note:
             continue  # nothing to compare with (a fresh store that never synced is no baseline)
-        lines.extend(when + line for line in differences(comparison) if when + line not in lines)
-    if not lines:
+        for path, line in _differences(comparison):
+            if (path, when + line) not in found:
+                found.append((path, when + line))
+    if not found:
         return None
-    shown = lines[:MAX_LINES]
-    if len(lines) > MAX_LINES:
-        shown.append(f"... and {len(lines) - MAX_LINES} more")
     return Violation(
         "history",
-        f"the store holds {len(lines)} thing(s) that a fresh store started on the same server "
+        f"the store holds {len(found)} thing(s) that a fresh store started on the same server "
         "does not: state that depends on history (a leak, a missed delete in derived state, a "
         "stale entry)",
-        tuple(shown),
+        tuple(_shown(found)),
     )
+
+
+def _shown(found: list[tuple[str, str]]) -> list[str]:
+    """At most :data:`MAX_LINES` lines, a few per structure first: one table that kept many
+    entries must not hide a second structure's different kind of difference."""
+    per_path: dict[str, list[str]] = {}
+    for path, line in found:
+        per_path.setdefault(path, []).append(line)
+    quota = max(1, MAX_LINES // len(per_path))
+    shown: list[str] = []
+    for path, lines in per_path.items():
+        shown.extend(lines[:quota])
+        if len(lines) > quota:
+            shown.append(f"... and {len(lines) - quota} more in {path}")
+    return shown
