@@ -9,7 +9,8 @@ exact, both required to stay flat:
   the tail rounds while the server's live set does not is a violation, whatever its bytes: a
   list of endpoints that gains two entries per pod per restart is a leak at any scale;
 - retained bytes (what is reachable from the store, wherever it was allocated): growth per
-  round beyond the tolerance is a violation, with the numbers and the containers that grew.
+  round (the median round's, so one table resize is not a trend) beyond the tolerance is a
+  violation, with the numbers and the containers that grew.
 
 A structure that keeps the keys of objects long gone (a dedup set that never forgets deleted
 objects, an index with entries for values no object has) but does not grow during the tail is
@@ -19,6 +20,9 @@ label values after a storm of unique ones, which is why this oracle no longer ju
 """
 
 from __future__ import annotations
+
+import itertools
+from statistics import median
 
 from kubesim.checks.recording import Recording, Round
 from kubesim.checks.violation import Violation
@@ -74,7 +78,9 @@ def check_bounded(
             from kubesim.checks.memory import default_tolerance
 
             tolerance_bytes = default_tolerance(measured[0])
-        growth = (measured[-1] - measured[0]) / (len(measured) - 1)
+        # The median round's growth: a leak grows in every round, while a set or dict that
+        # resizes its table once (churn leaves it more slots, not more items) grows in one.
+        growth = median(b - a for a, b in itertools.pairwise(measured))
         if growth > tolerance_bytes:
             shown = " -> ".join(f"{r.retained_bytes:,}" for r in rounds)
             details.append(
