@@ -66,6 +66,14 @@ def test_history_names_the_index_entry_a_fresh_store_does_not_have() -> None:
     assert _broken(_run("models.label_index:deletes_empty_index_sets", steps)) == {}
 
 
+def test_the_tail_rotates_label_values_so_an_index_of_gone_values_grows_in_any_run() -> None:
+    # No step at all: the tail rounds alone give every pod's labels a new value each round.
+    found = _broken(_run("models.label_index:keeps_empty_index_sets", []))
+    assert "store.indexer.indices['labels'] (dict)" in found["bounded"]
+    assert "store.indexer.indices['labels']['app=tail-001'] = set()" in found["history"]
+    assert _broken(_run("models.label_index:deletes_empty_index_sets", [])) == {}
+
+
 def test_history_counts_duplicates_and_leaves_declared_history_alone() -> None:
     found = _broken(_run("tests.unit.property_stores:appending_watcher", []))
     assert "store.endpoints holds 'team-0/web-000' " in found["history"]
