@@ -192,7 +192,8 @@ def check_history(recording: Recording) -> Violation | None:
 
 
 def _shown(found: list[tuple[str, str]]) -> list[str]:
-    """At most :data:`MAX_LINES` lines, a few per structure first: one table that kept many
+    """About :data:`MAX_LINES` lines, shared out among the structures (at least one each),
+    each share followed by how many more that structure holds: one table that kept many
     entries must not hide a second structure's different kind of difference."""
     per_path: dict[str, list[str]] = {}
     for path, line in found:
