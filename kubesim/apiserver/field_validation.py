@@ -78,12 +78,18 @@ def check(resource: ResourceType, body: Any, mode: str) -> tuple[Any, list[str]]
     return pruned, warnings
 
 
-@functools.cache
 def kind_schema(resource: ResourceType) -> tuple[JSON, JSON] | None:
     """(every schema by name, the kind's own schema), or None when the kind is not checked."""
     if resource.openapi_schema is not None:
         return None  # a custom resource: its CRD's schema decides (see check)
-    found = kind_schemas(resource)
+    # Keyed by what names a built-in kind, not by the ResourceType: every server (one per
+    # example of a campaign) has its own, and the schema is the same for all of them.
+    return _builtin_kind_schema(resource.group, resource.version, resource.kind)
+
+
+@functools.cache
+def _builtin_kind_schema(group: str, version: str, kind: str) -> tuple[JSON, JSON] | None:
+    found = kind_schemas(ResourceType(group=group, version=version, kind=kind, plural=""))
     if found is None:
         return None
     schemas, top = found

@@ -8,6 +8,7 @@ whether DELETE answers with the object or with a ``Status``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,7 +210,15 @@ def _apps(kind: str, plural: str, **kw: Any) -> ResourceType:
 def builtin_resources() -> list[ResourceType]:
     """Every stable built-in resource: the kinds below with their fields, selectors and
     defaults as kube-apiserver registers them, then every other kind of the generated table
-    (:mod:`kubesim.apiserver.builtin_kinds`) with the generic behaviour of a registry store."""
+    (:mod:`kubesim.apiserver.builtin_kinds`) with the generic behaviour of a registry store.
+
+    Built once per process: a ResourceType is frozen, so servers share the same instances (a
+    campaign builds a server per example). A server that changes one registers a new one."""
+    return list(_builtin_resources())
+
+
+@functools.cache
+def _builtin_resources() -> tuple[ResourceType, ...]:
     rows = _preferred_versions()
     # /scale where the client has a scale operation (deployments, replicasets, statefulsets,
     # replicationcontrollers in this release): their registry storage.go adds a ScaleREST.
@@ -258,7 +267,7 @@ def builtin_resources() -> list[ResourceType]:
         else r
         for r in (*detailed, *generated)
     ]
-    return [*served, *_views(served), *_reviews()]
+    return (*served, *_views(served), *_reviews())
 
 
 #: Kinds with a status subresource whose registry strategy leaves metadata.generation unset.

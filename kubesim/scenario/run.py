@@ -92,7 +92,8 @@ class Setup:
     namespaces: int = 2
     tail_rounds: int = 3
     # Measure what the store retains (bytes reachable from it, kubesim.checks.retained) at
-    # every quiescent point. The walk is exact and deterministic, and it costs: off for
+    # the quiesce round and each tail round, where the bounded oracle judges it (every round
+    # when a report draws it). The walk is exact and deterministic, and it costs: off for
     # campaigns that only look for races, say.
     memory: bool = True
     # The history oracle: at the end, start a fresh store from the factory against the same
@@ -163,6 +164,10 @@ def check_world(setup: Setup) -> None:
     server = APIServer(seed=0)
     apply_manifests(server, setup.objects)
     Workload(server, namespaces=setup.namespaces, declared=setup.kinds, models=setup.objects)
+
+
+# The rounds whose retained bytes an oracle judges (kubesim.checks.bounded.tail).
+_JUDGED_PHASES = frozenset({"quiesce", "tail"})
 
 
 class ScenarioRun:
@@ -237,6 +242,8 @@ class ScenarioRun:
         from kubesim.scenario.workload import Workload
 
         self.workload = Workload(self.server, namespaces=setup.namespaces, models=setup.objects)
+        # Measure retained memory at every round, not only where bounded judges it (a report).
+        self.memory_every_round = False
 
     def _delivered(self, stored: Any) -> None:
         """Each object version the server hands the store (lock held), recorded."""
@@ -564,7 +571,10 @@ class ScenarioRun:
         if "read" in hooks and store is not None and self.recording.partial_reads is None:
             self._calibrate_reads(server)
         retained = None
-        if self.setup.memory and store is not None:
+        # The walk where an oracle judges it (bounded: the quiesce round and the tail), or at
+        # every round for a report's memory chart: it is the dearest part of a round.
+        walk = phase in _JUDGED_PHASES or self.memory_every_round
+        if self.setup.memory and store is not None and walk:
             from kubesim.checks.retained import measure_retained
             from kubesim.sim.store import store_roots
 
@@ -1411,6 +1421,7 @@ def run_scenario(
     run = ScenarioRun(factory, seed=seed, setup=setup, simulation=sim, spec=spec, schedule=schedule)
     recording = run.recording
     if timeline:
+        run.memory_every_round = True  # the report draws memory over every round
         stops: list[Any] = []
         recording.stops = stops
         sim.scheduler.observer = stops.append

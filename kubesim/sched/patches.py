@@ -121,21 +121,29 @@ def _patch(owner: Any, name: str, value: Any) -> None:
 def install() -> None:
     if _saved:
         raise RuntimeError("kubesim scheduler patches are already installed")
-    _patch(threading, "Lock", SimLock)
-    _patch(threading, "RLock", SimRLock)
-    _patch(threading, "Condition", SimCondition)
-    _patch(threading.Thread, "start", _start)
-    _patch(threading.Thread, "join", _join)
-    _patch(queue, "SimpleQueue", queue._PySimpleQueue)  # type: ignore[attr-defined]
-    _patch(queue, "time", _virtual("monotonic", _MONOTONIC_BASE))
+    for owner, name, value in _PATCHES:
+        _patch(owner, name, value)
+    # A fresh one per run: a thread unwound while holding it must not leave it held.
     _patch(_futures_thread, "_global_shutdown_lock", SimLock())
-    _patch(time, "sleep", _sleep)
-    _patch(time, "monotonic", _virtual("monotonic", _MONOTONIC_BASE))
-    _patch(time, "perf_counter", _virtual("perf_counter", _MONOTONIC_BASE))
-    _patch(time, "time", _virtual("time", _EPOCH_SECONDS))
-    _patch(time, "monotonic_ns", _virtual_ns("monotonic_ns", _MONOTONIC_BASE))
-    _patch(time, "perf_counter_ns", _virtual_ns("perf_counter_ns", _MONOTONIC_BASE))
-    _patch(time, "time_ns", _virtual_ns("time_ns", _EPOCH_SECONDS))
+
+
+# What every run installs, built once: the stand-ins read the active scheduler when called.
+_PATCHES: tuple[tuple[Any, str, Any], ...] = (
+    (threading, "Lock", SimLock),
+    (threading, "RLock", SimRLock),
+    (threading, "Condition", SimCondition),
+    (threading.Thread, "start", _start),
+    (threading.Thread, "join", _join),
+    (queue, "SimpleQueue", queue._PySimpleQueue),  # type: ignore[attr-defined]
+    (queue, "time", _virtual("monotonic", _MONOTONIC_BASE)),
+    (time, "sleep", _sleep),
+    (time, "monotonic", _virtual("monotonic", _MONOTONIC_BASE)),
+    (time, "perf_counter", _virtual("perf_counter", _MONOTONIC_BASE)),
+    (time, "time", _virtual("time", _EPOCH_SECONDS)),
+    (time, "monotonic_ns", _virtual_ns("monotonic_ns", _MONOTONIC_BASE)),
+    (time, "perf_counter_ns", _virtual_ns("perf_counter_ns", _MONOTONIC_BASE)),
+    (time, "time_ns", _virtual_ns("time_ns", _EPOCH_SECONDS)),
+)
 
 
 def uninstall() -> None:

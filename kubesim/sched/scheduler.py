@@ -43,7 +43,7 @@ import re
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any, Protocol
@@ -61,6 +61,8 @@ from kubesim.sched.errors import (
 )
 from kubesim.sched.originals import ORIGINAL_JOIN, ORIGINAL_START, ORIGINAL_THREAD
 from kubesim.sched.strategies import Strategy
+
+_get_ident = _thread.get_ident
 
 DEFAULT_MAX_STEPS = 200_000
 # The watchdog (a diagnosis only; it never decides anything in a run and never reads a clock
@@ -117,20 +119,27 @@ class _Joined(Waitable):
 
 class ControlledThread:
     __slots__ = (
+        "_on_state",
+        "_state",
         "id",
         "ident",
         "joined",
         "name",
         "native_id",
         "park",
-        "state",
         "thread",
         "timed_out",
         "timer",
         "waiting_on",
     )
 
-    def __init__(self, ident: int, name: str, thread: threading.Thread | None) -> None:
+    def __init__(
+        self,
+        ident: int,
+        name: str,
+        thread: threading.Thread | None,
+        on_state: Callable[[], None] = lambda: None,
+    ) -> None:
         self.id = ident
         self.name = name
         self.thread = thread
@@ -138,11 +147,23 @@ class ControlledThread:
         self.native_id: int | None = None
         self.park = _thread.allocate_lock()
         self.park.acquire()
-        self.state = State.RUNNABLE
+        # Told of every change of state: the scheduler keeps the runnable ids between changes
+        # (a scheduling point, at every opcode of traced code, asks for them).
+        self._on_state = on_state
+        self._state = State.RUNNABLE
         self.waiting_on: Waitable | None = None
         self.timer: Timer | None = None
         self.timed_out = False
         self.joined = _Joined(self)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @state.setter
+    def state(self, value: State) -> None:
+        self._state = value
+        self._on_state()
 
     def __repr__(self) -> str:
         return f"<thread {self.id} {self.name!r} {self.state.value}>"
@@ -242,6 +263,7 @@ class Scheduler:
         self.closed = False
         self._last_quiescent = -1
         self.threads: list[ControlledThread] = []
+        self._runnable_ids: tuple[int, ...] | None = None
         self._by_ident: dict[int, ControlledThread] = {}
         self._by_thread: dict[threading.Thread, ControlledThread] = {}
         self.current: ControlledThread | None = None
@@ -323,8 +345,9 @@ class Scheduler:
         )
 
     def _new_thread(self, name: str, thread: threading.Thread | None) -> ControlledThread:
-        ct = ControlledThread(len(self.threads), name, thread)
+        ct = ControlledThread(len(self.threads), name, thread, self._runnable_changed)
         self.threads.append(ct)
+        self._runnable_ids = None
         if thread is not None:
             self._by_thread[thread] = ct
         self.strategy.on_spawn(ct.id)
@@ -537,10 +560,13 @@ class Scheduler:
         if self._atomic or self.aborting:
             return
         ct = self.current
-        if ct is None or ct.ident != _thread.get_ident() or ct.state is not State.RUNNABLE:
+        if ct is None or ct.ident != _get_ident() or ct._state is not State.RUNNABLE:
             return
-        self._count_step()
-        chosen = self._choose(at_point=True, current=ct.id, runnable=self._runnable())
+        self.steps += 1
+        if self.steps > self.max_steps:
+            self.steps -= 1
+            self._count_step()  # fails the run as a livelock
+        chosen = self.strategy.at_point(self.steps, ct.id, self._runnable())
         if chosen != ct.id:
             self.preemptions += 1
             if self.observer is not None:
@@ -570,11 +596,19 @@ class Scheduler:
         """A block with no scheduling points (for harness code that must not be interleaved)."""
         return _Atomic(self)
 
-    def _runnable(self) -> list[int]:
-        return [t.id for t in self.threads if t.state is State.RUNNABLE]
+    def _runnable(self) -> tuple[int, ...]:
+        runnable = self._runnable_ids
+        if runnable is None:
+            runnable = self._runnable_ids = tuple(
+                t.id for t in self.threads if t._state is State.RUNNABLE
+            )
+        return runnable
 
-    def _choose(self, *, at_point: bool, current: int, runnable: list[int]) -> int:
-        """Ask the strategy who runs next: the one place strategies are called."""
+    def _runnable_changed(self) -> None:
+        self._runnable_ids = None
+
+    def _choose(self, *, at_point: bool, current: int, runnable: Sequence[int]) -> int:
+        """Ask the strategy who runs next (:meth:`point`, the hot path, asks it directly)."""
         assert runnable, f"a strategy was asked to choose among no runnable thread ({self!r})"
         if at_point:
             return self.strategy.at_point(self.steps, current, runnable)

@@ -239,6 +239,9 @@ def check_store(
     last_point = MAX_PREEMPTION_POINT_TRACED if traced else MAX_PREEMPTION_POINT
     # Wall time only bounds how long the campaign draws; it never enters a run.
     deadline = None if max_time is None else time.monotonic() + max_time
+    # Built once per campaign: a composite strategy reads its function's source when built.
+    schedule_strategy = _schedule(last_point)
+    scenario_strategy = scenarios(kinds=chosen, max_steps=max_steps)
 
     def example(data: st.DataObject) -> None:
         if deadline is not None and report.found_at is None and time.monotonic() > deadline:
@@ -248,8 +251,8 @@ def check_store(
         # strategies explains why). A schedule is a few preemptions at hot points (a reader
         # inside read(), a store thread handling its list: kubesim.sched.Preemptions) and a
         # few at offsets among all the points of a step's reaction.
-        drawn = [data.draw(_schedule(last_point), label="schedule") for _ in range(schedules)]
-        steps = data.draw(scenarios(kinds=chosen, max_steps=max_steps), label="scenario")
+        drawn = [data.draw(schedule_strategy, label="schedule") for _ in range(schedules)]
+        steps = data.draw(scenario_strategy, label="scenario")
         report.examples += 1
         if report.found_at is None:
             # What the search drew; the shrinker's tries of the failure are not coverage.
