@@ -11,13 +11,14 @@ Every scenario ends the same way, so that the oracles can judge it:
 
 1. **quiesce**: the last step's faults last :data:`FAULTS_LINGER` more seconds, then are
    cleared (a stalled watch cache resumes, pending injected errors are dropped), watches expire,
-   every pod is rewritten while the store is away (the last in key order first) and history is
+   every pod is rewritten while the store is away (the last in key order first; in a world of
+   more than :data:`REWRITTEN_OBJECTS` objects, that many spread over it) and history is
    compacted past the store's resourceVersion, so the store must re-sync (a reflector relists
    after its 410; a raw watcher gets a synthetic ADDED per object);
 2. **tail**: :attr:`Setup.tail_rounds` rounds in which the live set stays the same while
    history grows (every pod's annotation is rewritten and its labels get a new value, then
-   watches expire). A bounded store's structures and retained bytes stay flat across them; a
-   leaking one grows every round.
+   watches expire; the same sample in a larger world). A bounded store's structures and
+   retained bytes stay flat across them; a leaking one grows every round.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ HOT_LOOP_REQUESTS = 1_000
 # Nodes (node-0, node-1, node-2: the ones the workload's pods name) when the cluster's
 # controllers run in the simulation (Setup.controllers).
 CONTROLLER_NODES = 3
+# Objects the ending rewrites per round at most (see ScenarioRun._rewritten_objects): every
+# object of a default world (6 pods, and those the steps create), a sample of a larger one.
+REWRITTEN_OBJECTS = 64
 # Virtual seconds a store's threads may take to end after its stop() hook is called.
 STOP_GRACE = 30.0
 
@@ -306,6 +310,18 @@ class ScenarioRun:
     def _workload_objects(self) -> list[tuple[str, Key]]:
         """Every live object of the workload, resource by resource, each in key order."""
         return [(name, key) for name in self.resources() for key in self.live(name)]
+
+    def _rewritten_objects(self) -> list[tuple[str, Key]]:
+        """The objects the ending rewrites (before the forced relist, and in each tail round):
+        all of them up to :data:`REWRITTEN_OBJECTS`, else that many spread evenly over the
+        workload's order (every resource and namespace among them). A leak grows with each
+        rewrite and each re-sync, not with how many objects one round rewrites, so the ending
+        costs what its oracles need, not what the world holds."""
+        objects = self._workload_objects()
+        count = len(objects)
+        if count <= REWRITTEN_OBJECTS:
+            return objects
+        return [objects[i * count // REWRITTEN_OBJECTS] for i in range(REWRITTEN_OBJECTS)]
 
     def fresh_value(self) -> int:
         return next(self._values)
@@ -1172,7 +1188,7 @@ class ScenarioRun:
             # While the store is away, its pods change, the last in key order first: a relist
             # that applies the list one object at a time in place shows a reader states that
             # never existed (the order of a list is not the order of the changes).
-            for resource, (namespace, name) in reversed(self._workload_objects()):
+            for resource, (namespace, name) in reversed(self._rewritten_objects()):
                 server.patch(
                     resource,
                     name,
@@ -1228,7 +1244,7 @@ class ScenarioRun:
         rotated = self._rotated_label_keys()
         for tail in range(first, last + 1):
             value = f"tail-{tail:03d}"
-            for resource, (namespace, name) in self._workload_objects():
+            for resource, (namespace, name) in self._rewritten_objects():
                 server.patch(
                     resource,
                     name,
@@ -1245,7 +1261,13 @@ class ScenarioRun:
             self._release_readers()
             self.settle()
             self.sim.advance(60)
-            what = "every pod" if self.resources() == ["pods"] else "every object"
+            noun = "pod" if self.resources() == ["pods"] else "object"
+            total = len(self._workload_objects())
+            what = (
+                f"every {noun}"
+                if total <= REWRITTEN_OBJECTS
+                else (f"{REWRITTEN_OBJECTS} of the {total:,} {noun}s")
+            )
             labels = f", labels {', '.join(rotated)}={value}" if rotated else ""
             self.observe(f"tail {tail}: {what} re-annotated{labels}, watches expired", "tail")
 
