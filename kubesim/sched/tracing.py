@@ -35,6 +35,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
 
+from kubesim._core.untraced import points_trace
+
 # sys.monitoring (3.12+), typed Any: mypy checks against 3.10, which has no such module.
 _MONITORING: Any = getattr(sys, "monitoring", None)
 
@@ -124,7 +126,7 @@ class SettracePoints(Points):
                 frame.f_trace_lines = False
             return local_trace
 
-        return global_trace, local_trace
+        return points_trace(global_trace), local_trace
 
 
 # Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is

@@ -73,6 +73,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+from kubesim._core.untraced import untraced
 from kubesim.apiserver.live import ClockFollower
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import StreamServer, WatchDropped, WatchReadTimeout, WatchStream
@@ -497,12 +498,12 @@ class FakeSession:
         follower = _follower(self.server, loop)
         if follower is not None:
             follower.catch_up(self.server)  # a watch opened now times out from now
-        response = handle(self.server, request, asks_again=follower is None)
+        response = untraced(handle, self.server, request, asks_again=follower is None)
         if response.wait and follower is None:
             # On virtual time the client waits as long as the watch cache did, then gets what
             # the cache says by then (kubesim.wire.routes.Response.wait).
             await asyncio.sleep(response.wait)
-            response = handle(self.server, request, waited=True)
+            response = untraced(handle, self.server, request, waited=True)
         return FakeResponse(
             self,
             method.upper(),

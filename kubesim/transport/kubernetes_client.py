@@ -34,6 +34,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kubesim._core.untraced import untraced
 from kubesim.apiserver.encoding import dumps
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
@@ -177,7 +178,7 @@ class FakeHTTPResponse:
             if self._socket_shut_down:
                 raise _premature_end()
             try:
-                chunk = body.next_chunk()
+                chunk = untraced(body.next_chunk)
             except WatchDropped as exc:
                 raise _premature_end() from exc
             except WatchReadTimeout as exc:
@@ -251,14 +252,15 @@ class PoolManager:
         catch_up = getattr(self.server.wait_policy, "catch_up", None)
         if catch_up is not None:
             catch_up(self.server)  # a watch opened now times out from now, not from a stale time
-        response = handle(self.server, request, asks_again=_virtual_time())
+        # The server's code runs untraced: it is kubesim's, never the store's.
+        response = untraced(handle, self.server, request, asks_again=_virtual_time())
         if response.wait and _virtual_time():
             # The watch cache waited for the resourceVersion before refusing it: so does the
             # client, in virtual time; then the answer is what the cache says by then.
             import time
 
             time.sleep(response.wait)
-            response = handle(self.server, request, waited=True)
+            response = untraced(handle, self.server, request, waited=True)
         if isinstance(response.body, WatchStream):
             # In virtual time: a watch that stays quiet longer than the client's read timeout
             # raises in the reading thread, as a socket read would.

@@ -24,6 +24,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kubesim._core.untraced import untraced
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchStream
 from kubesim.wire.routes import Request, Response, handle
@@ -118,12 +119,12 @@ def exchange(server: APIServer, request: Request, read_timeout: float | None) ->
     catch_up = getattr(server.wait_policy, "catch_up", None)
     if catch_up is not None:
         catch_up(server)  # a watch opened now times out from now, not from a stale time
-    response = handle(server, request, asks_again=_virtual_time())
+    response = untraced(handle, server, request, asks_again=_virtual_time())
     if response.wait and _virtual_time():
         import time
 
         time.sleep(response.wait)  # the watch cache's wait, in virtual time; then ask again
-        response = handle(server, request, waited=True)
+        response = untraced(handle, server, request, waited=True)
     if isinstance(response.body, WatchStream):
         response.body.read_timeout = read_timeout
     return response
@@ -140,10 +141,10 @@ async def exchange_async(server: APIServer, request: Request) -> Response:
     follower = _follower(server, asyncio.get_running_loop())
     if follower is not None:
         follower.catch_up(server)  # a watch opened now times out from now
-    response = handle(server, request, asks_again=follower is None)
+    response = untraced(handle, server, request, asks_again=follower is None)
     if response.wait and follower is None:
         await asyncio.sleep(response.wait)  # on the server's clock: the watch cache's wait
-        response = handle(server, request, waited=True)
+        response = untraced(handle, server, request, waited=True)
     return response
 
 
