@@ -27,7 +27,7 @@ MUTANTS = [
     {
         "name": "point-from-a-blocked-thread-schedules",
         "path": "kubesim/sched/scheduler.py",
-        "old": " or ct.state is not State.RUNNABLE:",
+        "old": " or ct._state is not State.RUNNABLE:",
         "new": ":",
         "tests": [
             "tests/unit/test_scheduler_watch.py::"
