@@ -20,8 +20,9 @@ The walk *stops* (does not count, does not enter) at:
   and coroutines: the machinery an async store runs on, as a thread's stack is for a
   threaded store (frames are not entered either). What the store's futures hold is walked.
 - modules, classes, code objects and other modules' globals (a function's closure and
-  defaults are walked, its ``__globals__`` is not), and the process-wide ``logging``
-  configuration that every client library points at.
+  defaults are walked, its ``__globals__`` is not), the class namespaces a library keeps
+  (pydantic's ``validate_call``, :data:`FOREIGN_NAMESPACES`), and the process-wide
+  ``logging`` configuration that every client library points at.
 
 The result is deterministic (no allocator, no addresses in the figures) and can *name* what
 grows: every container met within a few steps of a root is recorded with its path from the
@@ -105,12 +106,20 @@ class Retained:
     containers: Mapping[str, Container]
 
 
+# Namespaces a library keeps of code, not data: pydantic's ``validate_call`` (the official
+# client's API methods, from kubernetes 37) holds the namespace its class was defined in, and
+# through it every method of the class (CoreV1Api: over 400 wrappers, 750 KB). A store that
+# keeps a bound API method (``self.list = api.list_namespaced_service``) holds none of that as
+# its own, no more than it holds the module's globals, which the walk skips too.
+FOREIGN_NAMESPACES: tuple[str, ...] = ("pydantic._internal._namespace_utils",)
+
+
 def _stops_at(kind: type) -> bool:
     """True for types the walk never enters (see the module docstring)."""
     if issubclass(kind, _STOP_TYPES):
         return True
     module = kind.__module__
-    return isinstance(module, str) and module.startswith(HARNESS_PACKAGES)
+    return isinstance(module, str) and module.startswith(HARNESS_PACKAGES + FOREIGN_NAMESPACES)
 
 
 def _label(key: object) -> str:
