@@ -36,6 +36,11 @@ def test_a_large_world_is_rewritten_by_a_sample_and_a_leak_is_still_found() -> N
     leaky = run_scenario(stores.appending_watcher, [], seed=1, setup=Setup(pods=pods))
     tail_lines = [r.step for r in leaky.recording.rounds if r.phase == "tail"]
     assert tail_lines[0].startswith(f"tail 1: {REWRITTEN_OBJECTS} of the {pods} pods re-annotated")
+    # What the server holds says the same: between two tail rounds, that many pods changed.
+    tails = [r for r in leaky.recording.rounds if r.phase == "tail"]
+    changed = [key for key, seen in tails[-1].server.items() if tails[-2].server[key] != seen]
+    assert len(changed) == REWRITTEN_OBJECTS
+    assert len({key.partition("/")[0] for key in changed}) == 2  # both namespaces sampled
     verdict = judge(leaky.recording)
     assert "bounded" in {v.property for v in verdict.violations}
     correct = run_scenario(stores.reflector, [], seed=1, setup=Setup(pods=pods))
