@@ -133,8 +133,11 @@ def object_key(key: Any) -> str:
     """``namespace/name`` for the keys stores use (strings, or (namespace, name) tuples)."""
     if isinstance(key, str):
         return key
-    if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key):
-        return f"{key[0]}/{key[1]}" if key[0] else key[1]
+    # Called for every entry of every view and server state: no generator on the way.
+    if isinstance(key, tuple) and len(key) == 2:
+        namespace, name = key
+        if isinstance(namespace, str) and isinstance(name, str):
+            return f"{namespace}/{name}" if namespace else name
     raise TypeError(
         "view() keys must be 'namespace/name' strings or (namespace, name) tuples, "
         f"got {key!r} ({type(key).__name__})"

@@ -226,6 +226,11 @@ def _module_namespaces() -> frozenset[int]:
     return _namespaces[2]
 
 
+# What an object queued by the walk is: named (it owns the bytes of what hangs below it
+# unnamed), unnamed, or an instance's ``__dict__`` (unnamed, sized as a plain dict).
+_NAMED, _UNNAMED, _INSTANCE_DICT = 0, 1, 2
+
+
 def measure_retained(
     roots: Mapping[str, object],
     *,
@@ -237,84 +242,118 @@ def measure_retained(
     ``stop`` adds objects the walk must not enter (besides the harness, modules and classes).
     Contract: deterministic for a deterministic program; the only change it makes to what it
     walks is asking instances for their ``__dict__``.
+
+    The walk is breadth first, one level at a time. Two kinds of objects are queued: *named*
+    ones (the roots and what a named step reaches within ``named_depth``: the containers a
+    report can name, with their paths and parents) and *unnamed* ones, whose bytes go straight
+    to their nearest named ancestor (their *owner*). Most of a store is unnamed plain
+    containers deep in its cache; a run of them with the same owner is expanded with one
+    ``gc.get_referents`` call. Each object is still reached first where a one-at-a-time queue
+    would reach it, so every figure is that of the plain breadth-first walk.
     """
     seen: set[int] = {id(obj) for obj in stop}
     # Other modules' globals: walking them would measure the whole process.
     seen.update(_module_namespaces())
+    seen_add = seen.add
     stops: dict[type, bool] = dict.fromkeys(_ATOMS, False)  # verdict per type, cached
-    objects: list[object] = []  # BFS order; keeps every walked object alive during the walk
+    # Named objects, in the order they are queued (a parent before its children).
+    named: list[object] = []
     parents: list[int] = []
-    paths: list[str | None] = []  # set only within named_depth steps of a root
+    paths: list[str] = []
     depths: list[int] = []
+    sizes: list[int] = []  # own bytes, plus those of the unnamed objects they own
+    getsizeof = sys.getsizeof
+    get_referents = gc.get_referents
+    fast = frozenset((list, tuple, dict, set, frozenset))
+    atom_types = _ATOM_SET
+    # The level being walked: objects, their owners (an index into ``named``) and what they
+    # are: NAMED (the owner itself), UNNAMED, or an instance's __dict__ (unnamed, sized as a
+    # plain dict of the same items: CPython shares the keys of instance dicts across a class,
+    # and how big the shared table is depends on every instance made before).
+    level: list[object] = []
+    owners: list[int] = []
+    roles: list[int] = []
     for name, root in roots.items():
         if id(root) in seen or _stops_at(type(root)):
             continue
-        seen.add(id(root))
-        objects.append(root)
+        seen_add(id(root))
+        level.append(root)
+        owners.append(len(named))
+        roles.append(_NAMED)
+        named.append(root)
         parents.append(-1)
         paths.append(name)
         depths.append(0)
-    sizes: list[int] = []
-    # Instances' __dict__s, sized as a plain dict of the same items: CPython shares the keys of
-    # instance dicts across a class, and how big the shared table is depends on every instance
-    # made before (a second run in the same process would measure 8 bytes less per instance).
-    instance_dicts: set[int] = set()
-    getsizeof = sys.getsizeof
-    get_referents = gc.get_referents
-    fast = (list, tuple, dict, set, frozenset)
+        sizes.append(0)
     # Leaves (strings, numbers) are most of what a store holds: each is sized where it is
     # first met and its bytes added to the object that reached it, never queued. The figures
     # are the same as queueing them (a leaf's subtree is itself), at a fraction of the cost.
-    atom_types = _ATOM_SET
     leaves = 0
-    head = 0
-    while head < len(objects):
-        obj = objects[head]
-        sizes.append(getsizeof(dict(obj) if head in instance_dicts else obj))  # type: ignore[call-overload]
-        kind = type(obj)
-        if kind in _ATOM_SET:
-            head += 1
-            continue
-        depth = depths[head] + 1
-        path = paths[head]
-        children: Iterable[tuple[Label, object]] | None = None
-        plain: list[object] | None = None
-        if path is not None and depth <= named_depth:
-            children = _labelled(obj)
-        elif kind in fast:
-            plain = get_referents(obj)
-        else:
-            children = _object_children(obj, labelled=False)
-        if plain is not None:
-            for child in plain:
+    queued = 0
+    while level:
+        queued += len(level)
+        next_level: list[object] = []
+        next_owners: list[int] = []
+        next_roles: list[int] = []
+        count = len(level)
+        at = 0
+        while at < count:
+            obj = level[at]
+            owner = owners[at]
+            role = roles[at]
+            kind = type(obj)
+            if role == _UNNAMED and kind in fast:
+                # A run of unnamed plain containers of one owner: one C call for all of them.
+                end = at + 1
+                while (
+                    end < count
+                    and roles[end] == _UNNAMED
+                    and owners[end] == owner
+                    and type(level[end]) in fast
+                ):
+                    end += 1
+                batch = level[at:end]
+                sizes[owner] += sum(map(getsizeof, batch))
+                children = [
+                    child
+                    for child in get_referents(*batch)
+                    if (ident := id(child)) not in seen and not seen_add(ident)
+                ]
+                for child in children:
+                    kind = type(child)
+                    if kind in atom_types:
+                        sizes[owner] += getsizeof(child)
+                        leaves += 1
+                        continue
+                    stop_here = stops.get(kind)
+                    if stop_here is None:
+                        stop_here = stops[kind] = _stops_at(kind)
+                    if not stop_here:
+                        next_level.append(child)
+                        next_owners.append(owner)
+                        next_roles.append(_UNNAMED)
+                at = end
+                continue
+            at += 1
+            sizes[owner] += getsizeof(dict(obj) if role == _INSTANCE_DICT else obj)  # type: ignore[call-overload]
+            if kind in atom_types:
+                continue  # a root that is a leaf
+            path = paths[owner] if role == _NAMED else None
+            depth = depths[owner] + 1 if role == _NAMED else 0
+            if path is not None and depth <= named_depth:
+                steps: Iterable[tuple[Label, object]] = _labelled(obj)
+            elif kind in fast:
+                steps = (("<ref>", child) for child in get_referents(obj))
+            else:
+                steps = _object_children(obj, labelled=False)
+            for label, child in steps:
                 ident = id(child)
                 if ident in seen:
                     continue
-                seen.add(ident)
+                seen_add(ident)
                 kind = type(child)
                 if kind in atom_types:
-                    sizes[head] += getsizeof(child)
-                    leaves += 1
-                    continue
-                stop_here = stops.get(kind)
-                if stop_here is None:
-                    stop_here = stops[kind] = _stops_at(kind)
-                if stop_here:
-                    continue
-                objects.append(child)
-                parents.append(head)
-                paths.append(None)
-                depths.append(depth)
-        else:
-            assert children is not None
-            for label, child in children:
-                ident = id(child)
-                if ident in seen:
-                    continue
-                seen.add(ident)
-                kind = type(child)
-                if kind in atom_types:
-                    sizes[head] += getsizeof(child)
+                    sizes[owner] += getsizeof(child)
                     leaves += 1
                     continue
                 stop_here = stops.get(kind)
@@ -323,32 +362,39 @@ def measure_retained(
                 if stop_here:
                     continue
                 step = _label(label[0]) if isinstance(label, tuple) else label
-                if step == "<__dict__>":
-                    instance_dicts.add(len(objects))
-                objects.append(child)
-                parents.append(head)
-                # Unnamed steps (an instance's __dict__, a dict's keys, C-level references) end
-                # the path: what hangs below them is still counted, in the nearest named one.
-                paths.append(None if path is None or step.startswith("<") else path + step)
-                depths.append(depth)
-        head += 1
-    # Bytes first reached through each object (its subtree in the BFS tree), children first.
+                next_level.append(child)
+                if path is None or step.startswith("<"):
+                    # Unnamed steps (an instance's __dict__, a dict's keys, C-level references)
+                    # end the path: what hangs below them is still counted, in the nearest
+                    # named one.
+                    next_owners.append(owner)
+                    next_roles.append(_INSTANCE_DICT if step == "<__dict__>" else _UNNAMED)
+                else:
+                    next_owners.append(len(named))
+                    next_roles.append(_NAMED)
+                    named.append(child)
+                    parents.append(owner)
+                    paths.append(path + step)
+                    depths.append(depth)
+                    sizes.append(0)
+        level, owners, roles = next_level, next_owners, next_roles
+    # Bytes first reached through each named object (its subtree in the walk), children first.
     subtree = list(sizes)
-    for index in range(len(objects) - 1, -1, -1):
+    for index in range(len(named) - 1, -1, -1):
         parent = parents[index]
         if parent >= 0:
             subtree[parent] += subtree[index]
     containers: dict[str, Container] = {}
-    for index, obj in enumerate(objects):
+    for index, obj in enumerate(named):
         path = paths[index]
-        if path is not None and isinstance(obj, _CONTAINERS) and path not in containers:
+        if isinstance(obj, _CONTAINERS) and path not in containers:
             containers[path] = Container(
                 path,
                 type(obj).__name__,
                 len(obj),  # type: ignore[arg-type]
                 subtree[index],
             )
-    return Retained(sum(sizes), len(objects) + leaves, containers)
+    return Retained(sum(sizes), queued + leaves, containers)
 
 
 @dataclass(frozen=True)

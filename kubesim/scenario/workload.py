@@ -29,9 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubesim.apiserver.server import APIServer
+from kubesim.apiserver.status import StatusError
 from kubesim.workload.manifests import resource_name
 from kubesim.workload.pods import TIERS
-from kubesim.workload.templates import build, name_prefix
+from kubesim.workload.templates import TEMPLATES, build, name_prefix
 
 Key = tuple[str, str]
 JSON = dict[str, Any]
@@ -193,9 +194,6 @@ class Workload:
     def _refusal(self, resource: Any) -> str | None:
         """Why the workload cannot write ``resource`` (None: it can): the server's answer to a
         dry run of the object it would build, for a kind with no template, schema or model."""
-        from kubesim.apiserver.status import StatusError
-        from kubesim.workload.templates import TEMPLATES
-
         if (
             (resource.group, resource.plural) in TEMPLATES
             or resource.openapi_schema is not None

@@ -41,6 +41,14 @@ MUTANTS = [
         "why": "what the API server keeps must never be charged to the store",
     },
     {
+        "name": "walk-batches-across-owners",
+        "path": "kubesim/checks/retained.py",
+        "old": "                    and owners[end] == owner\n",
+        "new": "",
+        "tests": [f"{ORACLE}::test_the_level_batched_walk_gives_the_one_at_a_time_figures"],
+        "why": "a container's bytes must be those first reached through it, not its neighbour's",
+    },
+    {
         "name": "stopped-store-judged-on-memory",
         "path": "kubesim/sim/restarts.py",
         "old": """        if self.failure is not None:
