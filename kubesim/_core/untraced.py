@@ -11,10 +11,16 @@ is traced again as soon as control returns to it.
 
 Only kubesim's own trace functions are suspended (those marked by :func:`points_trace`): a
 coverage tool or a debugger tracing the same thread keeps seeing everything.
+
+:func:`untraced_leaf` does the same for a client library's *leaf* functions: those that call
+no code of the store (decoding a response into models, encoding a body, building a request),
+where the store's thread spends most of its time. The store's own code keeps every point; a
+library the user asked to trace (its files among the traced prefixes) keeps its points too.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
@@ -25,11 +31,15 @@ R = TypeVar("R")
 _gettrace = sys.gettrace
 _settrace = sys.settrace
 _MARK = "_kubesim_points"
+_LEAF = "_kubesim_leaf_of"
 
 
-def points_trace(function: Callable[..., object]) -> Callable[..., object]:
-    """Mark a global trace function as kubesim's scheduling points (see :func:`untraced`)."""
-    setattr(function, _MARK, True)
+def points_trace(
+    function: Callable[..., object], traced: tuple[str, ...] = ("",)
+) -> Callable[..., object]:
+    """Mark a global trace function as kubesim's scheduling points (see :func:`untraced`);
+    ``traced``: the path prefixes of the files it gives points to (:func:`untraced_leaf`)."""
+    setattr(function, _MARK, traced or ("",))
     return function
 
 
@@ -45,3 +55,29 @@ def untraced(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         return function(*args, **kwargs)
     finally:
         _settrace(trace)
+
+
+def untraced_leaf(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` wrapped to run untraced (as :func:`untraced`) unless its own file is one
+    the points trace covers. For library functions that never call back into the store."""
+    filename = function.__code__.co_filename  # type: ignore[attr-defined]
+
+    @functools.wraps(function)
+    def leaf(*args: P.args, **kwargs: P.kwargs) -> R:
+        trace = _gettrace()
+        traced = getattr(trace, _MARK, None) if trace is not None else None
+        if traced is None or filename.startswith(traced):
+            return function(*args, **kwargs)
+        _settrace(None)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _settrace(trace)
+
+    setattr(leaf, _LEAF, function)
+    return leaf
+
+
+def leaf_of(function: Callable[..., object]) -> Callable[..., object] | None:
+    """What :func:`untraced_leaf` wrapped (None: ``function`` is no such wrapper)."""
+    return getattr(function, _LEAF, None)

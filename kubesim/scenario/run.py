@@ -1529,6 +1529,10 @@ def _default_clients(server: APIServer) -> Iterator[None]:
         from kubesim.transport.http_clients import patch_http_clients
 
         patches.enter_context(patch_http_clients(server))
+        # Their decoding and encoding run untraced: the store's code keeps every point.
+        from kubesim.transport.client_leaves import untraced_leaves
+
+        patches.enter_context(untraced_leaves())
         yield
 
 

@@ -126,7 +126,7 @@ class SettracePoints(Points):
                 frame.f_trace_lines = False
             return local_trace
 
-        return points_trace(global_trace), local_trace
+        return points_trace(global_trace, prefixes), local_trace
 
 
 # Since 3.12 (settrace on top of sys.monitoring), f_trace_opcodes set in the "call" event is

@@ -7,6 +7,35 @@ the tests against the real one (3.12+) are skipped there, so they are not listed
 
 MUTANTS = [
     dict(
+        name="library-leaf-leaves-the-trace-off",
+        path="kubesim/_core/untraced.py",
+        old="""        finally:
+            _settrace(trace)
+
+    setattr(leaf, _LEAF, function)""",
+        new="""        finally:
+            pass
+
+    setattr(leaf, _LEAF, function)""",
+        tests=[
+            "tests/unit/test_untraced.py::"
+            "test_a_library_leaf_runs_untraced_unless_its_file_is_traced",
+            "tests/integration/test_client_leaves.py::"
+            "test_a_run_with_untraced_leaves_has_the_same_points_and_trace",
+        ],
+        why="after the client decodes one event the store's own code would lose its points",
+    ),
+    dict(
+        name="library-leaf-untraced-in-a-traced-library",
+        path="kubesim/_core/untraced.py",
+        old="if traced is None or filename.startswith(traced):",
+        new="if traced is None:",
+        tests=[
+            "tests/unit/test_untraced.py::test_a_library_leaf_runs_untraced_unless_its_file_is_traced"
+        ],
+        why="a library the user asked to trace would lose its points",
+    ),
+    dict(
         name="monitoring-points-at-lines",
         path="kubesim/sched/tracing.py",
         old="self.event: int = _MONITORING.events.INSTRUCTION if opcodes else",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubesim._core.untraced import points_trace, untraced
+from kubesim._core.untraced import leaf_of, points_trace, untraced, untraced_leaf
 
 
 def _calls_seen(trace_factory: Any) -> list[str]:
@@ -72,3 +72,45 @@ def test_the_trace_comes_back_when_the_call_raises() -> None:
     thread.start()
     thread.join()
     assert seen[-1] == "restored"
+
+
+def _leaf_calls_seen(traced: tuple[str, ...]) -> list[str]:
+    """Functions a points trace covering ``traced`` saw called through a library leaf."""
+    seen: list[str] = []
+
+    def helper() -> str:  # what the leaf calls: in this file, like the leaf itself
+        return "done"
+
+    def decode() -> str:
+        return helper()
+
+    wrapped = untraced_leaf(decode)
+
+    def body() -> None:
+        sys.settrace(points_trace(_tracer(seen), traced))
+        try:
+            assert wrapped() == "done"
+            helper()  # after the leaf: traced again
+        finally:
+            sys.settrace(None)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    return [name for name in seen if name in ("decode", "helper")]
+
+
+def test_a_library_leaf_runs_untraced_unless_its_file_is_traced() -> None:
+    # The store's module is traced, the library is not: the leaf and what it calls are unseen,
+    # and the trace is back as soon as the leaf returns.
+    assert _leaf_calls_seen(("/nowhere/store_module.py",)) == ["helper"]
+    # The user asked for points in the library itself: they stay.
+    assert _leaf_calls_seen((__file__,)) == ["decode", "helper", "helper"]
+
+
+def test_a_leaf_knows_what_it_wraps() -> None:
+    def leaf() -> None:
+        pass
+
+    assert leaf_of(untraced_leaf(leaf)) is leaf
+    assert leaf_of(leaf) is None
