@@ -60,7 +60,7 @@ def untraced(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 def untraced_leaf(function: Callable[P, R]) -> Callable[P, R]:
     """``function`` wrapped to run untraced (as :func:`untraced`) unless its own file is one
     the points trace covers. For library functions that never call back into the store."""
-    filename = function.__code__.co_filename  # type: ignore[attr-defined]
+    filename = function.__code__.co_filename
 
     @functools.wraps(function)
     def leaf(*args: P.args, **kwargs: P.kwargs) -> R:

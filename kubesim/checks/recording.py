@@ -127,6 +127,9 @@ class Recording:
     effect_rounds: list[int] = field(default_factory=list)
     effect_instances: list[int] = field(default_factory=list)
     step_starts: list[tuple[int, str, int, float]] = field(default_factory=list)
+    # Each start of a restarted store that failed (its factory raised): the virtual time and
+    # the error, one line. The kubelet's CrashLoopBackOff spaces them (kubesim.scenario.run).
+    failed_starts: list[tuple[float, str]] = field(default_factory=list)
 
 
 def object_key(key: Any) -> str:

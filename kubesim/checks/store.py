@@ -49,6 +49,7 @@ def _failure(recording: Recording) -> Violation | None:
         "Livelock": "livelock",
         "StoreBlockedOutsideSimulation": "blocked",
         "StoreStoppedWatching": "stopped-watching",
+        "StoreNeverRestarted": "restart",
     }.get(kind, "crash")
     details = tuple(line for line in rest.splitlines() if line.strip())[-12:]
     return Violation(name, f"{kind}: {head}", details)

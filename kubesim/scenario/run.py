@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +57,12 @@ class StoreStoppedWatching(RuntimeError):
     """The store's ``run()`` returned: it no longer keeps its cache fed."""
 
 
+class StoreNeverRestarted(RuntimeError):
+    """A new instance of the store does not come up: after a crash or a stop its factory kept
+    raising once the faults had ended, or the history oracle's fresh instance (which meets no
+    fault) could not start. The last error is ``__cause__``."""
+
+
 # Requests a store may make between two quiescent points before the run calls it a hot loop.
 # A correct store makes a handful per fault (a relist is a few pages); a loop that re-requests
 # without ever waiting would otherwise never give control back, and the run would hang.
@@ -66,6 +75,11 @@ CONTROLLER_NODES = 3
 REWRITTEN_OBJECTS = 64
 # Virtual seconds a store's threads may take to end after its stop() hook is called.
 STOP_GRACE = 30.0
+# A process whose start fails (its factory raises) after the first start is started again as
+# the kubelet restarts a crashed container: after 10 s, doubling, at most every 5 minutes
+# (kubelet's CrashLoopBackOff, pkg/kubelet/kubelet.go backOffPeriod and MaxContainerBackOff).
+CRASH_LOOP_BACKOFF = 10.0
+CRASH_LOOP_MAX_BACKOFF = 300.0
 
 
 class HotRequestLoop(BaseException):
@@ -80,6 +94,8 @@ HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "hist
 FAULTS_LINGER = 10.0
 # Virtual seconds a fresh store (the history oracle's) may take to sync with the server.
 FRESH_SYNC = 60.0
+# The thread group of the history oracle's fresh store (and the threads it starts).
+FRESH = "fresh-store"
 # Virtual seconds a store's thread that just read a watch event waits for a stop() begun then
 # (the stop step's during_event), before it goes on to handle the event.
 STOP_IN_HANDLER = 1.0
@@ -201,10 +217,9 @@ class ScenarioRun:
         self._values = itertools.count(1)
         self._readers = itertools.count(1)
         self.lines: list[str] = []
-        self.store: Any = None
-        # An async store's loop (kubesim.sim.async_store), None for a threaded store. The
-        # schedule's points reorder its ready callbacks as they preempt threads.
-        self._async: Any = None
+        # The store process running now (its instance, once its factory returned: ``store``
+        # and, for an async store, its loop ``_async``); a restart replaces it.
+        self._instance = _Instance()
         # An async store's loop reorders ready callbacks at the schedule's points (a hot
         # preemption -(k + 1) is the k-th: a loop has no threads to preempt).
         self._loop_order = LoopOrder(sorted({p if p >= 0 else -p - 1 for p in schedule}))
@@ -235,6 +250,8 @@ class ScenarioRun:
         # A stop step waiting for the store to read a watch event (see _delivered).
         self._stop_on_event = False
         self.server.in_flight_hooks.append(self._in_flight)
+        # The history oracle's fresh store is an instrument: no injected failure reaches it.
+        self.server.request_failures.exempt = lambda: self.sim.group_of_current() == FRESH
         # What the server hands the store (each object version's rv): the missed-effect oracle
         # expects a reaction only to the deletion of an object the store was shown.
         self._shown: set[int] = set()
@@ -249,6 +266,17 @@ class ScenarioRun:
         # Measure retained memory at every round, not only where bounded judges it (a report).
         self.memory_every_round = False
 
+    @property
+    def store(self) -> Any:
+        """The running store, or None while its process is not up (starting, restarting)."""
+        return self._instance.store
+
+    @property
+    def _async(self) -> Any:
+        """An async store's loop (kubesim.sim.async_store), None for a threaded store. The
+        schedule's points reorder its ready callbacks as they preempt threads."""
+        return self._instance.host
+
     def _delivered(self, stored: Any) -> None:
         """Each object version the server hands the store (lock held), recorded."""
         self._shown.add(stored.rv)
@@ -262,7 +290,11 @@ class ScenarioRun:
             return
         scheduler = self.sim.scheduler
         current = scheduler.current_thread() if scheduler is _active_scheduler() else None
-        if current is None or current.name.startswith(("reader-", "kubesim-", "fresh-store")):
+        if (
+            current is None
+            or current.group == FRESH
+            or current.name.startswith(("reader-", "kubesim-"))
+        ):
             return
         self._stop_on_event = False
         # Created in a controlled thread: a simulated one, whose join waits in virtual time.
@@ -327,8 +359,8 @@ class ScenarioRun:
         return next(self._values)
 
     def start_reader(self) -> str | None:
-        if "read" not in self.recording.hooks:
-            return None
+        if "read" not in self.recording.hooks or self.store is None:
+            return None  # no read() hook, or no process up to read from (restarting)
         name = f"reader-{next(self._readers)}"
 
         def reader(waiting: str, thread: str) -> Callable[[], None]:
@@ -372,9 +404,12 @@ class ScenarioRun:
         """The body of a store's main thread: build the store from the factory, run it.
 
         The factory runs in the store's own controlled thread: the locks, conditions and events
-        a store creates in ``__init__`` are then simulated ones, as its threads'. A factory that
-        raises, or returns something that is not a store, ends the thread quietly with the
-        problem recorded in ``instance``: a usage error, not a finding.
+        a store creates in ``__init__`` are then simulated ones, as its threads'. At the first
+        start, a factory that raises, or returns something that is not a store, ends the thread
+        quietly with the problem recorded in ``instance``: a usage error, not a finding. At a
+        restart (``instance.restarts``) a factory that raises is the process failing to start,
+        which a cluster meets whenever the API answers its constructor with an error: it is
+        started again after CrashLoopBackOff's delays, in virtual time, each failure recorded.
         """
         from kubesim.sim.async_store import AsyncStoreHost, is_async_factory, is_async_store
         from kubesim.sim.store import StoreContractError, check_store_contract
@@ -391,13 +426,21 @@ class ScenarioRun:
         def store_main() -> None:
             if is_async_factory(self.factory):
                 instance.host = AsyncStoreHost(self.sim, order)
-                instance.host.serve_factory(_guarded(self.factory, self.spec, instance), accept)
+                built = _guarded(self.factory, self.spec, instance, self._failed_start)
+                instance.host.serve_factory(built, accept)
                 return
-            try:
-                store = self.factory(self.sim.kubernetes_client())
-            except Exception as error:
-                instance.problems.append(_factory_failed(self.spec, error))
-                return
+            delay = CRASH_LOOP_BACKOFF
+            while True:
+                try:
+                    store = self.factory(self.sim.kubernetes_client())
+                    break
+                except Exception as error:
+                    if not instance.restarts:
+                        instance.problems.append(_factory_failed(self.spec, error))
+                        return
+                    self._failed_start(instance, error)
+                time.sleep(delay)  # virtual: the thread is a controlled one
+                delay = min(2 * delay, CRASH_LOOP_MAX_BACKOFF)
             if not accept(store):
                 return
             if is_async_store(store):
@@ -414,9 +457,8 @@ class ScenarioRun:
     def _start_store(self) -> None:
         self._instances += 1  # a new process: its effects are its own (effects-once)
         self._handed_out = False  # nothing handed out yet by this instance
-        instance = _Instance()
-        self.store = None
-        self._async = None
+        # The first start is the user's setup; every later one is a restart (see _launch).
+        instance = self._instance = _Instance(restarts=self._instances > 1)
         self._store_started_rv = self.server.resource_version
         self._lists_at_start = self.server.lists_completed
         self._shown_namespaces = set()
@@ -426,9 +468,36 @@ class ScenarioRun:
         self._shown = set()
         self._watches_at_start = self.server.watches_opened
         self.sim.start(self._launch(instance, self._loop_order), name="store")
-        self.store, self._async = instance.store, instance.host
         if instance.problems:
             raise instance.problems[0]  # the user's setup, not a finding
+
+    def _failed_start(self, instance: _Instance, error: Exception) -> None:
+        """A restart whose factory raised: recorded, and retried after the back-off."""
+        now = self.server.clock.now()
+        instance.failed_starts.append((now, error))
+        self.recording.failed_starts.append((now, f"{type(error).__name__}: {_first_line(error)}"))
+        self.sim.trace.record("store-start-failed", type(error).__name__)
+
+    def _wait_for_restart(self) -> None:
+        """With the faults ended, give a store that is restarting one more CrashLoopBackOff
+        period to come up; one that does not is a finding, not a setup error."""
+        instance = self._instance
+        waited = 0.0
+        while (
+            instance.store is None and instance.failed_starts and waited <= (CRASH_LOOP_MAX_BACKOFF)
+        ):
+            self.sim.advance(CRASH_LOOP_BACKOFF)
+            waited += CRASH_LOOP_BACKOFF
+        if instance.store is None and instance.failed_starts:
+            when, error = instance.failed_starts[-1]
+            failure = StoreNeverRestarted(
+                f"the store did not start again after the faults ended: its factory "
+                f"{self.spec} raised at each of {len(instance.failed_starts)} start(s) since "
+                f"its restart, the last at {when:g} s: {type(error).__name__}: "
+                f"{_first_line(error)}\n{_user_frames(error)}"
+            )
+            failure.__cause__ = error
+            raise failure
 
     def _call(self, hook: str) -> Any:
         """Call one of the store's hooks. An async store's ``read()`` and ``stop()`` run on its
@@ -504,7 +573,7 @@ class ScenarioRun:
 
     def _held_ids(self) -> set[int] | None:
         """Identities of what the store holds now (its view), or None without a view()."""
-        if "view" not in self.recording.hooks or self._async_hook("view"):
+        if "view" not in self.recording.hooks or self.store is None or self._async_hook("view"):
             return None
         return {id(value) for value in self.store.view().values()}
 
@@ -577,11 +646,13 @@ class ScenarioRun:
             self.recording.effects.extend(performed)
             self.recording.effect_rounds.extend([self._round] * len(performed))
             self.recording.effect_instances.extend([self._instances] * len(performed))
-        view = normalise_view(self._call("view")) if "view" in hooks else None
+        # A store whose process is restarting has no view and no sizes at this point.
+        up = store is not None
+        view = normalise_view(self._call("view")) if "view" in hooks and up else None
         if view:
             self._handed_out = True
             self._shown_namespaces.update(key.partition("/")[0] for key in view if "/" in key)
-        sizes = dict(self._call("sizes")) if "sizes" in hooks else {}
+        sizes = dict(self._call("sizes")) if "sizes" in hooks and up else {}
         server = self.watched_objects()
         self._instance_shown = self._instance_shown or bool(view)
         if "read" in hooks and store is not None and self.recording.partial_reads is None:
@@ -895,10 +966,21 @@ class ScenarioRun:
         from kubesim.sched.aio_thread import LoopOrder
 
         fresh = _Instance()
-        self.sim.spawn(self._launch(fresh, LoopOrder()), name="fresh-store")
+        self.sim.spawn(self._launch(fresh, LoopOrder()), name="fresh-store", group=FRESH)
         self.sim.settle()
         if fresh.problems:
-            raise fresh.problems[0]
+            # It met no fault (its requests are exempt) and its factory worked at the first
+            # start: a store that cannot start against the cluster as the scenario left it.
+            problem = fresh.problems[0]
+            error = problem.__cause__ if isinstance(problem, FactoryFailed) else problem
+            assert error is not None
+            failure = StoreNeverRestarted(
+                f"a fresh instance of the store (the history oracle's, started at round "
+                f"{self._round} with no fault pending) did not start: "
+                f"{type(error).__name__}: {_first_line(error)}\n{_user_frames(error)}"
+            )
+            failure.__cause__ = error
+            raise failure
         if fresh.store is None:
             return  # the factory is still building it: nothing to compare with
         waited, pause = 0.0, 1.0
@@ -1075,8 +1157,10 @@ class ScenarioRun:
         is provoked: watches end with a 410), or as it reads its next watch event (a pod is
         annotated: stop() then runs beside the store's handling of it), judge that its threads
         end, then restart it."""
-        if "stop" not in self.recording.hooks or self.store is None:
+        if "stop" not in self.recording.hooks:
             return "stop(): skipped (the store has no stop() hook)"
+        if self.store is None:
+            return "stop(): skipped (the store's process is not up: it is being restarted)"
         known = {id(t) for t in self.sim.scheduler.threads}
         when = f"at round {self._round}"
         objects = self._workload_objects()
@@ -1223,6 +1307,7 @@ class ScenarioRun:
         server.catch_up_replica()
         server.request_failures.clear()
         server.set_watch_buffer(None)
+        self._wait_for_restart()
         self._force_relist(with_error=False)
         self._round += 1
         self._release_readers()
@@ -1288,12 +1373,15 @@ class ScenarioRun:
 
 @dataclass
 class _Instance:
-    """One instance of the store built from the factory: the store, its asyncio host, and any
-    problem the factory had (a usage error)."""
+    """One instance (a process) of the store built from the factory: the store, its asyncio
+    host, any problem the factory had at the first start (a usage error), and, for a restart,
+    when and how each failed start failed."""
 
     store: Any = None
     host: Any = None
     problems: list[Exception] = field(default_factory=list)
+    restarts: bool = False
+    failed_starts: list[tuple[float, Exception]] = field(default_factory=list)
 
 
 def _factory_failed(spec: str, error: Exception) -> FactoryFailed:
@@ -1308,17 +1396,44 @@ def _factory_failed(spec: str, error: Exception) -> FactoryFailed:
     return problem
 
 
-def _guarded(factory: Any, spec: str, instance: _Instance) -> Any:
-    """An async factory whose failure is recorded as a usage error, not raised into the run."""
+def _guarded(
+    factory: Any, spec: str, instance: _Instance, failed: Callable[[_Instance, Exception], None]
+) -> Any:
+    """An async factory whose failure is recorded, not raised into the run: a usage error at
+    the first start, a failed start retried after CrashLoopBackOff's delays at a restart."""
+    import asyncio
 
     async def build(client: Any) -> Any:
-        try:
-            return await factory(client)
-        except Exception as error:
-            instance.problems.append(_factory_failed(spec, error))
-            return None
+        delay = CRASH_LOOP_BACKOFF
+        while True:
+            try:
+                return await factory(client)
+            except Exception as error:
+                if not instance.restarts:
+                    instance.problems.append(_factory_failed(spec, error))
+                    return None
+                failed(instance, error)
+            await asyncio.sleep(delay)  # the store's loop runs in virtual time
+            delay = min(2 * delay, CRASH_LOOP_MAX_BACKOFF)
 
     return build
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _user_frames(error: BaseException, limit: int = 6) -> str:
+    """Where ``error`` was raised, in the store's code and its libraries' (kubesim's own frames
+    left out): the innermost ``limit`` frames, each with its line."""
+    kubesim_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(kubesim_dir)
+    ][-limit:]
+    return "".join(traceback.format_list(frames)).rstrip()
 
 
 def _active_scheduler() -> Any:
@@ -1470,6 +1585,7 @@ def run_scenario(
         StoreCrashed,
         StoreBlockedOutsideSimulation,
         StoreStoppedWatching,
+        StoreNeverRestarted,
         ScheduleFailure,
     ) as failure:
         # The store's own failure is a finding: recorded for the oracles, not raised. Anything

@@ -121,6 +121,7 @@ class ControlledThread:
     __slots__ = (
         "_on_state",
         "_state",
+        "group",
         "id",
         "ident",
         "joined",
@@ -155,6 +156,9 @@ class ControlledThread:
         self.timer: Timer | None = None
         self.timed_out = False
         self.joined = _Joined(self)
+        # Which process of the run the thread belongs to (a store instance, a reader): set by
+        # whoever spawns it, inherited by the threads it starts.
+        self.group = ""
 
     @property
     def state(self) -> State:
@@ -381,7 +385,9 @@ class Scheduler:
             # A subclass may keep its own data in threading's ``_name`` (Patroni's ObjectCache
             # keeps a pod name there, or None), which ``Thread.name`` returns: leave it alone.
             name = f"{type(thread).__name__}-{len(self.threads)}"
+        parent = self.current_thread()
         ct = self._new_thread(name, thread)
+        ct.group = parent.group if parent is not None else ""
         run = thread.run
         thread.run = lambda: self._thread_main(ct, run)  # type: ignore[method-assign]
         # Thread.start waits on _started, which the child sets before run(): it must be a real
@@ -863,11 +869,13 @@ class Scheduler:
         # code (its run() loop) resumes in a frame sys.monitoring would not rediscover.
         self.points.start()
 
-    def spawn(self, target: Callable[[], Any], *, name: str) -> ControlledThread:
+    def spawn(self, target: Callable[[], Any], *, name: str, group: str = "") -> ControlledThread:
         """A new controlled thread running ``target``; it first runs at the next
-        :meth:`run_until_quiescent`. Driver only, between runs."""
+        :meth:`run_until_quiescent`. Driver only, between runs. ``group``: see
+        :attr:`ControlledThread.group` (the threads it starts inherit it)."""
         self._require_driver("spawn")
         ct = self._new_thread(name, None)
+        ct.group = group
         self._start_real_thread(ct, target)
         return ct
 

@@ -172,20 +172,26 @@ class Simulation:
         self.trace.record("store-start", name)
         self.settle()
 
-    def spawn(self, target: Callable[[], Any], *, name: str) -> SimulatedThread:
+    def spawn(self, target: Callable[[], Any], *, name: str, group: str = "") -> SimulatedThread:
         """Add a controlled thread (a reader calling the store while it works, say).
 
         It first runs at the next :meth:`settle` or :meth:`advance`, interleaved with the
         store's threads as the strategy decides; a crash in it is a :class:`StoreCrashed`.
+        ``group`` tags it and the threads it starts (:meth:`group_of_current`).
         """
-        return SimulatedThread(self._spawn(target, name))
+        return SimulatedThread(self._spawn(target, name, group))
 
-    def _spawn(self, target: Callable[[], Any], name: str) -> ControlledThread:
+    def group_of_current(self) -> str | None:
+        """The group of the controlled thread calling this (None: not a controlled thread)."""
+        ct = self.scheduler.current_thread()
+        return None if ct is None else ct.group
+
+    def _spawn(self, target: Callable[[], Any], name: str, group: str = "") -> ControlledThread:
         if self.scheduler.closed:
             raise RuntimeError("this simulation has stopped; create a new one")
         if not self.scheduler.external:
             self.scheduler.start_external()
-        return self.scheduler.spawn(target, name=name)
+        return self.scheduler.spawn(target, name=name, group=group)
 
     def settle(self) -> None:
         """Let the store's threads run until every one of them waits or finishes.

@@ -162,6 +162,10 @@ class FakeHTTPResponse:
             self._header_dict = urllib3.HTTPHeaderDict(self._headers)
         return self._header_dict
 
+    @headers.setter
+    def headers(self, value: Any) -> None:
+        self._header_dict = value
+
     @property
     def data(self) -> bytes:
         if self._data is None:
@@ -205,7 +209,8 @@ class FakeHTTPResponse:
         return self.headers
 
     def getheader(self, name: str, default: str | None = None) -> str | None:
-        return self.headers.get(name, default)
+        value: str | None = self.headers.get(name, default)
+        return value
 
     def close(self) -> None:
         self.closed = True

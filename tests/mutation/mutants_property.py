@@ -3,8 +3,62 @@
 ORACLES = "tests/unit/test_store_oracles.py::"
 SCENARIO = "tests/unit/test_scenario.py::"
 THREADS = "tests/unit/test_scenario_threads.py::"
+CRASH_LOOP = "tests/unit/test_crash_loop.py::"
 
 MUTANTS = [
+    {
+        "name": "restart-failure-is-a-usage-error",
+        "path": "kubesim/scenario/run.py",
+        "old": "        instance = self._instance = _Instance(restarts=self._instances > 1)",
+        "new": "        instance = self._instance = _Instance(restarts=False)",
+        "tests": [
+            f"{CRASH_LOOP}test_a_restart_while_errors_are_pending_is_retried_with_crashloop_backoff"
+        ],
+        "why": "a correct store whose constructor meets a pending error would end the campaign",
+    },
+    {
+        "name": "crash-loop-without-backoff-growth",
+        "path": "kubesim/scenario/run.py",
+        "old": (
+            "                delay = min(2 * delay, CRASH_LOOP_MAX_BACKOFF)\n"
+            "            if not accept"
+        ),
+        "new": (
+            "                delay = min(delay, CRASH_LOOP_MAX_BACKOFF)\n            if not accept"
+        ),
+        "tests": [
+            f"{CRASH_LOOP}test_a_restart_while_errors_are_pending_is_retried_with_crashloop_backoff"
+        ],
+        "why": "restarts must be spaced as the kubelet spaces them",
+    },
+    {
+        "name": "never-restarted-store-passes",
+        "path": "kubesim/scenario/run.py",
+        "old": (
+            "        if instance.store is None and instance.failed_starts:\n            when, error"
+        ),
+        "new": "        if False:\n            when, error",
+        "tests": [
+            f"{CRASH_LOOP}test_a_store_that_never_comes_up_again_is_a_restart_finding_with_its_frames"
+        ],
+        "why": "a store that can never start again would end the run with no verdict",
+    },
+    {
+        "name": "fresh-store-meets-faults",
+        "path": "kubesim/scenario/run.py",
+        "old": "self.server.request_failures.exempt = lambda: self.sim.group_of_current() == FRESH",
+        "new": "self.server.request_failures.exempt = lambda: False",
+        "tests": [f"{CRASH_LOOP}test_the_fresh_store_group_is_exempt_and_its_threads_inherit_it"],
+        "why": "the history oracle's instrument would fail on faults meant for the store",
+    },
+    {
+        "name": "thread-group-not-inherited",
+        "path": "kubesim/sched/scheduler.py",
+        "old": '        ct.group = parent.group if parent is not None else ""',
+        "new": '        ct.group = ""',
+        "tests": [f"{CRASH_LOOP}test_the_fresh_store_group_is_exempt_and_its_threads_inherit_it"],
+        "why": "a fresh store's worker threads would meet the faults its main thread escapes",
+    },
     {
         "name": "tail-sizes-never-compared",
         "path": "kubesim/checks/bounded.py",
