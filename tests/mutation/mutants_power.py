@@ -187,9 +187,9 @@ MUTANTS = [
     dict(
         name="factory-errors-are-findings",
         path="kubesim/scenario/run.py",
-        old="                instance.problems.append(_factory_failed(self.spec, error))\n"
-        "                return\n            if not accept(store):",
-        new="                raise\n            if not accept(store):",
+        old="                        instance.problems.append(_factory_failed(self.spec, error))\n"
+        "                        return\n",
+        new="                        raise\n",
         tests=[f"{POWER}test_a_factory_that_raises_is_a_usage_error"],
         why="a factory that cannot build the store would be shrunk and reported as a bug",
     ),
