@@ -231,12 +231,26 @@ class FakeHTTPResponse:
     def drain_conn(self) -> None:
         self.release_conn()
 
+    def get_redirect_location(self) -> bool:
+        """urllib3's answer for a response that is no redirect (the server sends none)."""
+        return False
+
 
 class PoolManager:
-    """Stands in for ``urllib3.PoolManager`` inside ``kubernetes.client.rest.RESTClientObject``."""
+    """Stands in for ``urllib3.PoolManager`` inside ``kubernetes.client.rest.RESTClientObject``.
 
-    def __init__(self, server: APIServer) -> None:
+    ``retries``: what the urllib3 pool it replaces was given (the client's
+    ``Configuration.retries``; None: urllib3's default, ``Retry(3)``). urllib3 retries inside
+    ``urlopen`` before the client sees an answer: a 413, 429 or 503 that carries
+    ``Retry-After`` is asked again after that many seconds, up to three times by default, for
+    the idempotent methods (GET, PUT, DELETE, HEAD, OPTIONS). This pool does the same with the
+    same ``urllib3.Retry`` object, so a store meets exactly the errors it would meet over a
+    socket, and waits as long (in virtual time, in a simulation).
+    """
+
+    def __init__(self, server: APIServer, *, retries: Any = None) -> None:
         self.server = server
+        self.retries = retries
 
     def request(
         self,
@@ -249,9 +263,38 @@ class PoolManager:
         preload_content: bool = True,
         **_: Any,
     ) -> FakeHTTPResponse:
-        # All of it is kubesim's code, never the store's: it runs untraced (no scheduling
-        # point, and on 3.10/3.11 at full speed).
-        return untraced(self._request, method, url, fields, body, headers, timeout)
+        # All of it is kubesim's code or urllib3's, never the store's: it runs untraced (no
+        # scheduling point, and on 3.10/3.11 at full speed).
+        return untraced(self._urlopen, method, url, fields, body, headers, timeout)
+
+    def _urlopen(
+        self,
+        method: str,
+        url: str,
+        fields: Mapping[str, Any] | None,
+        body: Any,
+        headers: Mapping[str, str] | None,
+        timeout: Any,
+    ) -> FakeHTTPResponse:
+        """One request as ``urllib3.HTTPConnectionPool.urlopen`` makes it: answers its
+        ``Retry`` says to ask again are asked again, after its sleep."""
+        import urllib3
+
+        retries = urllib3.util.Retry.from_int(self.retries)
+        while True:
+            response = self._request(method, url, fields, body, headers, timeout)
+            has_retry_after = bool(response.headers.get("Retry-After"))
+            if not retries.is_retry(method.upper(), response.status, has_retry_after):
+                return response
+            try:
+                retries = retries.increment(method.upper(), url, response=response)  # type: ignore[arg-type]
+            except urllib3.exceptions.MaxRetryError:
+                if retries.raise_on_status:
+                    response.drain_conn()
+                    raise
+                return response
+            response.drain_conn()
+            retries.sleep(response)  # type: ignore[arg-type]  # time.sleep: virtual in a run
 
     def _request(
         self,
@@ -307,8 +350,15 @@ def kubernetes_client(server: APIServer, *, host: str = DEFAULT_HOST) -> Any:
     kubernetes = _require_kubernetes()
     configuration = kubernetes.client.Configuration(host=host)
     client = kubernetes.client.ApiClient(configuration)
-    client.rest_client.pool_manager = PoolManager(server)
+    client.rest_client.pool_manager = PoolManager(
+        server, retries=_configured_retries(client.rest_client.pool_manager)
+    )
     return client
+
+
+def _configured_retries(pool: Any) -> Any:
+    """The ``retries`` the client gave the urllib3 pool manager it built (None: the default)."""
+    return getattr(pool, "connection_pool_kw", {}).get("retries")
 
 
 @contextlib.contextmanager
@@ -336,7 +386,7 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
 
     def init(self: Any, configuration: Any, *args: Any, **kwargs: Any) -> None:
         original_init(self, configuration, *args, **kwargs)
-        self.pool_manager = PoolManager(server)
+        self.pool_manager = PoolManager(server, retries=_configured_retries(self.pool_manager))
 
     def load(*args: Any, **kwargs: Any) -> None:
         # load_kube_config(client_configuration=c) fills c; without one, the default.
