@@ -156,7 +156,9 @@ def test_a_hot_preemption_lands_inside_a_relist_and_a_reader_sees_it_half_done()
 
 # -- lasting faults ------------------------------------------------------------------------------
 def test_an_outage_is_retried_with_backoff_or_reported() -> None:
-    outage = [LastingErrors(seconds=120, code=503)]
+    # A 500 outage: no Retry-After, so urllib3 (under the official client) asks nothing again
+    # and every retry is the store's own.
+    outage = [LastingErrors(seconds=120, code=500)]
     found = _broken(_run("models.retry_storm:retry_immediately", outage))
     assert list(found) == ["progress"]
     assert _broken(_run("models.retry_storm:backoff_with_retry_after", outage)) == {}
@@ -165,6 +167,10 @@ def test_an_outage_is_retried_with_backoff_or_reported() -> None:
     assert list(fast) == ["progress"]
     assert "requests refused in a 120 s outage" in fast["progress"]
     assert _broken(_run("tests.unit.property_stores:reflector", outage)) == {}
+    # A 503 with Retry-After: 5 is asked again by urllib3 itself, three times, 5 s apart, as
+    # over a socket: the same store that retries at once then makes 4 requests every 15 s.
+    absorbed = [LastingErrors(seconds=120, code=503)]
+    assert _broken(_run("models.retry_storm:retry_immediately", absorbed)) == {}
 
 
 def test_a_silent_connection_meets_the_clients_read_timeout() -> None:
