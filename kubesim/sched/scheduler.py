@@ -37,6 +37,7 @@ portfolio): docs/explanation/scheduler.md.
 from __future__ import annotations
 
 import _thread
+import ctypes
 import enum
 import os
 import re
@@ -72,6 +73,11 @@ DEFAULT_MAX_STEPS = 200_000
 # thread uses no CPU, is a thread blocked on something kubesim does not control.
 WATCHDOG_INTERVAL = 0.5
 DEFAULT_STUCK_AFTER = 3.0
+# A thread that uses CPU all along for this many seconds of wall time without a scheduling
+# point is spinning: a busy-wait on a flag another thread must set (kubesim runs one controlled
+# thread at a time, so that thread never runs), or a computation that long. It is reported and
+# stopped, not waited for.
+DEFAULT_SPIN_AFTER = 30.0
 # The last resort: this many seconds of wall time with no scheduling point at all, whatever the
 # stack does (an endless computation in untraced code).
 DEFAULT_HANDOFF_TIMEOUT = 600.0
@@ -229,6 +235,7 @@ class Scheduler:
         max_time: float | None = None,
         stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
+        spin_after: float = DEFAULT_SPIN_AFTER,
     ) -> None:
         if granularity not in ("opcode", "line"):
             raise ValueError(
@@ -238,6 +245,8 @@ class Scheduler:
             raise ValueError(f"max_steps must be >= 1, got max_steps={max_steps!r}")
         if not stuck_after > 0:  # also rejects NaN
             raise ValueError(f"stuck_after must be > 0 seconds, got stuck_after={stuck_after!r}")
+        if not spin_after > 0:
+            raise ValueError(f"spin_after must be > 0 seconds, got spin_after={spin_after!r}")
         if not handoff_timeout > 0:
             raise ValueError(
                 f"handoff_timeout must be > 0 seconds, got handoff_timeout={handoff_timeout!r}"
@@ -257,6 +266,7 @@ class Scheduler:
         self.max_time = max_time
         self.stuck_after = stuck_after
         self.handoff_timeout = handoff_timeout
+        self.spin_after = spin_after
         # How many times the watchdog looked at the baton holder (tests wait on it, not on time).
         self.watchdog_samples = 0
         # A thread reported blocked outside the simulation: left behind, never resumed.
@@ -409,7 +419,7 @@ class Scheduler:
                 target()
             finally:
                 self.points.exit_thread()
-        except _Abort:
+        except (_Abort, _Stopped):
             pass
         except BaseException as exc:
             # A thread being unwound (a crash, a stop, the end of the run) may raise from a
@@ -418,7 +428,8 @@ class Scheduler:
             if not (self.aborting and _raised_while_unwinding(exc)):
                 self._fail(_crash(ct, exc))
         finally:
-            self._finish(ct)
+            if ct is not self.abandoned:  # a thread the run gave up on touches nothing of it
+                self._finish(ct)
 
     def _finish(self, ct: ControlledThread) -> None:
         if self.closed:
@@ -520,12 +531,14 @@ class Scheduler:
         A holder that is stuck outside the simulation is reported once, as the run's failure,
         and abandoned; then this returns False and the controller ends the run.
         """
-        interval = min(WATCHDOG_INTERVAL, self.stuck_after / 4)
+        interval = min(WATCHDOG_INTERVAL, self.stuck_after / 4, self.spin_after / 4)
         stuck_samples = max(2, round(self.stuck_after / interval))
+        spin_samples = max(2, round(self.spin_after / interval))
         cap_samples = max(1, round(self.handoff_timeout / interval))
         progress = (self.steps, self.switches)
         idle = 0
         same = 0
+        spinning = 0
         last: tuple[object, ...] | None = None
         last_cpu: float | None = None
         while True:
@@ -539,7 +552,7 @@ class Scheduler:
             self.watchdog_samples += 1
             holder = self.current
             if holder is None or holder.ident is None:
-                same, last, last_cpu = 0, None, None
+                same, spinning, last, last_cpu = 0, 0, None, None
                 continue
             now = (self.steps, self.switches)
             idle = idle + 1 if now == progress else 0
@@ -549,7 +562,13 @@ class Scheduler:
             busy = cpu is not None and last_cpu is not None and cpu - last_cpu > interval / 10
             unchanged = signature is not None and signature == last
             same = same + 1 if unchanged and not busy else 0
+            spinning = spinning + 1 if busy and idle else 0
             last, last_cpu = signature, cpu
+            if spinning >= spin_samples:
+                self.abandoned = holder
+                self._fail(self._spinning(holder))
+                _stop_spinning(holder)
+                return False
             if same >= stuck_samples or idle >= cap_samples:
                 self.abandoned = holder
                 self._fail(self._blocked_outside(holder, stuck=same >= stuck_samples))
@@ -826,6 +845,21 @@ class Scheduler:
                 lines.extend("    " + line for line in _user_stack(frame))
         return "\n".join(lines)
 
+    def _spinning(self, holder: ControlledThread) -> BaseException:
+        frame = sys._current_frames().get(holder.ident or -1)
+        stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:]) if frame else ""
+        return Spinning(
+            f"thread {holder.name!r} used CPU for {self.spin_after:g} s of wall time without "
+            "reaching a scheduling point: a busy-wait (a loop polling a flag or an attribute "
+            "that another thread must set: kubesim runs one controlled thread at a time and "
+            "switches at scheduling points only, so that thread never gets to run, where an "
+            "operating system would preempt the loop) or a computation that long. To wait for "
+            "another thread, wait on a threading.Event or Condition: kubesim simulates those. "
+            "The thread was stopped.\n"
+            f"innermost frames of {holder.name!r}:\n{stack}",
+            thread_name=holder.name,
+        )
+
     def _blocked_outside(self, holder: ControlledThread, *, stuck: bool) -> BaseException:
         frame = sys._current_frames().get(holder.ident or -1)
         stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:]) if frame else ""
@@ -948,6 +982,23 @@ class BlockedOutsideSimulation(Deadlock):
     def __init__(self, message: str, *, thread_name: str) -> None:
         super().__init__(message)
         self.thread_name = thread_name
+
+
+class Spinning(BlockedOutsideSimulation):
+    """A controlled thread runs on without a scheduling point, using CPU (a busy-wait)."""
+
+
+class _Stopped(BaseException):
+    """Raised asynchronously into a spinning thread the run gave up on, to end it."""
+
+
+def _stop_spinning(ct: ControlledThread) -> None:
+    """End a thread that spins in Python code: ask the interpreter to raise :class:`_Stopped`
+    in it at its next bytecode (a busy loop otherwise burns a core until the process exits)."""
+    if ct.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(ct.ident), ctypes.py_object(_Stopped)
+        )
 
 
 def _stack_signature(ident: int) -> tuple[tuple[int, int], ...] | None:

@@ -28,6 +28,7 @@ from kubesim.sched.errors import ThreadCrashed
 from kubesim.sched.scheduler import (
     DEFAULT_HANDOFF_TIMEOUT,
     DEFAULT_MAX_STEPS,
+    DEFAULT_SPIN_AFTER,
     DEFAULT_STUCK_AFTER,
     BlockedOutsideSimulation,
     ControlledThread,
@@ -39,6 +40,7 @@ from kubesim.sim.threads import ScheduledWait, make_atomic
 
 __all__ = [
     "DEFAULT_HANDOFF_TIMEOUT",
+    "DEFAULT_SPIN_AFTER",
     "DEFAULT_STUCK_AFTER",
     "SimulatedThread",
     "Simulation",
@@ -101,7 +103,9 @@ class Simulation:
     :class:`~kubesim.sched.Preemptions` with none, a fixed order); ``traced`` modules or paths
     get a scheduling point at every opcode or line (``granularity``); ``max_steps`` bounds the
     scheduling points of one settle; ``stuck_after`` (wall seconds) is how long a store thread
-    may sit still outside the simulation before it is reported; ``server_type`` is the
+    may sit still outside the simulation before it is reported, ``spin_after`` how long it may
+    use CPU without a scheduling point (a busy-wait) before it is reported and stopped;
+    ``server_type`` is the
     server's class (:class:`kubesim.Cluster`, for controllers and kubelets on the virtual
     clock); every other keyword goes to its constructor.
 
@@ -120,6 +124,7 @@ class Simulation:
         max_steps: int = DEFAULT_MAX_STEPS,
         stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
+        spin_after: float = DEFAULT_SPIN_AFTER,
         server_type: type[APIServer] = APIServer,
         **server_options: Any,
     ) -> None:
@@ -137,6 +142,7 @@ class Simulation:
             max_steps=max_steps,
             stuck_after=stuck_after,
             handoff_timeout=handoff_timeout,
+            spin_after=spin_after,
         )
         self.server = make_atomic(
             server_type(

@@ -2,6 +2,28 @@
 
 MUTANTS = [
     {
+        "name": "busy-wait-never-called-a-spin",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "            spinning = spinning + 1 if busy and idle else 0",
+        "new": "            spinning = 0",
+        "tests": [
+            "tests/unit/test_watchdog.py::"
+            "test_a_busy_wait_on_another_thread_is_reported_as_a_spin_and_stopped",
+        ],
+        "why": "a store polling a flag would hang its campaign for ten minutes, then be misnamed",
+    },
+    {
+        "name": "spinning-thread-left-burning",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "                _stop_spinning(holder)\n",
+        "new": "",
+        "tests": [
+            "tests/unit/test_watchdog.py::"
+            "test_a_busy_wait_on_another_thread_is_reported_as_a_spin_and_stopped",
+        ],
+        "why": "every spinning example would leave a thread burning a core until the process ends",
+    },
+    {
         "name": "explore-default-granularity-line",
         "path": "kubesim/sched/explore.py",
         "old": 'DEFAULT_GRANULARITY = "opcode"',
