@@ -24,10 +24,18 @@ The walk *stops* (does not count, does not enter) at:
   (pydantic's ``validate_call``, :data:`FOREIGN_NAMESPACES`), and the process-wide
   ``logging`` configuration that every client library points at.
 
-The result is deterministic (no allocator, no addresses in the figures) and can *name* what
-grows: every container met within a few steps of a root is recorded with its path from the
-root (``store.endpoints``, ``store.cache['default']``), its type, its item count and the bytes
-first reached through it.
+A ``set`` is sized as a set built afresh from its items: how big a set's table is depends on
+the order its items came and went *and on their hashes* (a slot freed by a removal is reused
+or not depending on where the next item's hash probes), and string hashes change from process
+to process. Sized as it stands, a set of a few keys that a work queue adds and removes every
+round grows its table in one process and not in the next, which a correct store's tail must
+never show. (A dict's table depends on the order of insertions and deletions only, and an
+instance's ``__dict__`` is sized as a plain dict already.)
+
+The result is deterministic (no allocator, no addresses, no hashes in the figures) and can
+*name* what grows: every container met within a few steps of a root is recorded with its path
+from the root (``store.endpoints``, ``store.cache['default']``), its type, its item count and
+the bytes first reached through it.
 """
 
 from __future__ import annotations
@@ -314,6 +322,9 @@ def measure_retained(
                     end += 1
                 batch = level[at:end]
                 sizes[owner] += sum(map(getsizeof, batch))
+                for kept in batch:
+                    if type(kept) is set:  # sized as built afresh (see the module docstring)
+                        sizes[owner] += getsizeof(set(kept)) - getsizeof(kept)
                 children = [
                     child
                     for child in get_referents(*batch)
@@ -335,7 +346,10 @@ def measure_retained(
                 at = end
                 continue
             at += 1
-            sizes[owner] += getsizeof(dict(obj) if role == _INSTANCE_DICT else obj)  # type: ignore[call-overload]
+            if role == _INSTANCE_DICT:
+                sizes[owner] += getsizeof(dict(obj))  # type: ignore[call-overload]
+            else:
+                sizes[owner] += getsizeof(set(obj) if kind is set else obj)  # type: ignore[call-overload]
             if kind in atom_types:
                 continue  # a root that is a leaf
             path = paths[owner] if role == _NAMED else None

@@ -232,3 +232,21 @@ def test_check_finds_a_store_that_cannot_start_again_and_the_replay_line_gives_i
     assert f"trace {report.found.result.trace_hash[:16]}" in replayed.stdout
     assert "restart: " in replayed.stdout
     assert "cannot serve" in replayed.stdout
+
+
+def test_an_async_factory_that_fails_at_a_restart_is_retried_on_its_loop() -> None:
+    aio = pytest.importorskip("kubernetes_asyncio")
+    import async_stores
+
+    async def listing_factory(api_client: Any) -> Any:
+        # Reads the cluster before it builds the store, with no retry (an async constructor).
+        await aio.client.CoreV1Api(api_client).list_namespace()
+        return await async_stores.reflector(api_client)
+
+    steps = [FailRequests(count=3, code=500), CrashAndRestart(), AdvanceTime(200)]
+    result = run_scenario(listing_factory, steps, seed=1)
+    assert judge(result.recording).ok
+    failed = result.recording.failed_starts
+    assert [error.split(":")[0] for _, error in failed] == ["ApiException"] * 3
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(failed)]
+    assert gaps == [CRASH_LOOP_BACKOFF, 2 * CRASH_LOOP_BACKOFF]
