@@ -68,11 +68,7 @@ def untraced_leaf(function: Callable[P, R]) -> Callable[P, R]:
         traced = getattr(trace, _MARK, None) if trace is not None else None
         if traced is None or filename.startswith(traced):
             return function(*args, **kwargs)
-        _settrace(None)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            _settrace(trace)
+        return untraced(function, *args, **kwargs)
 
     setattr(leaf, _LEAF, function)
     return leaf

@@ -9,14 +9,16 @@ MUTANTS = [
     dict(
         name="library-leaf-leaves-the-trace-off",
         path="kubesim/_core/untraced.py",
-        old="""        finally:
-            _settrace(trace)
+        old="""    finally:
+        _settrace(trace)
 
-    setattr(leaf, _LEAF, function)""",
-        new="""        finally:
-            pass
 
-    setattr(leaf, _LEAF, function)""",
+def untraced_leaf""",
+        new="""    finally:
+        pass
+
+
+def untraced_leaf""",
         tests=[
             "tests/unit/test_untraced.py::"
             "test_a_library_leaf_runs_untraced_unless_its_file_is_traced",
