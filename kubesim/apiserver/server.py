@@ -363,11 +363,16 @@ class APIServer(FaultInjection):
         *,
         namespace: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> JSON:
         """POST: store a new object. Returns the stored object (a copy). ``dry_run``: validate
-        and answer as a create would, store nothing (``?dryRun=All``)."""
+        and answer as a create would, store nothing (``?dryRun=All``). ``copy=False``: the
+        stored object itself, which must not be changed (for a caller that writes by the
+        thousand and reads nothing back, as the scenario's steps do)."""
         with self.lock:
             stored = self.registry.create(self.resource(resource), obj, namespace, dry_run=dry_run)
+        if not copy:
+            return stored.obj
         created: JSON = loads(stored.json())  # the caller's own copy, from the stored bytes
         return created
 
@@ -418,14 +423,16 @@ class APIServer(FaultInjection):
         patch_type: str = "application/merge-patch+json",
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> JSON:
+        """PATCH. Returns the patched object (a copy; ``copy=False``: the stored one, which must
+        not be changed, as for :meth:`create`)."""
         with self.lock:
             res = self.resource(resource)
-            return deep_copy(
-                self.registry.patch(
-                    res, namespace, name, patch, patch_type, subresource, dry_run=dry_run
-                ).obj
+            stored = self.registry.patch(
+                res, namespace, name, patch, patch_type, subresource, dry_run=dry_run
             )
+        return deep_copy(stored.obj) if copy else stored.obj
 
     def server_side_apply(
         self,

@@ -19,7 +19,7 @@ tokens: counters, timestamps and sizes are not provenance.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,25 +81,40 @@ def version_tokens(obj: Mapping[str, Any]) -> dict[Token, str]:
 
 
 class Provenance:
-    """Every token of every version of the objects a run wrote, live or past."""
+    """Every token of every version of the objects a run wrote, live or past.
+
+    The index is built at the first question, not at construction: most comparisons of a
+    correct store find no difference, and then nobody asks."""
 
     def __init__(
         self,
         events: Iterable[Any],
-        base: Iterable[Mapping[str, Any]] = (),
+        base: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]] = (),
         *,
         resources: Collection[str] | None = None,
     ) -> None:
         """``events``: the server's writes, oldest first (``ServerVersions.events``); ``base``:
-        the objects stored before the first of them; ``resources``: plurals to index (None:
-        all)."""
+        the objects stored before the first of them, or a function that gives them; ``resources``:
+        plurals to index (None: all). Both are read when the first question is asked: pass
+        what will not change until then (a copy of a list still growing)."""
+        self._events = events
+        self._base = base
+        self._resources = resources
+        self._indexed = False
+        self._live: dict[Token, Origin] = {}
+        self._past: dict[Token, Origin] = {}
+
+    def _index(self) -> None:
+        self._indexed = True
+        resources = self._resources
         # uid -> (key, its current tokens); what the live objects carry at the end.
         current: dict[str, tuple[str, dict[Token, str]]] = {}
         past: dict[Token, Origin] = {}
+        base = self._base() if callable(self._base) else self._base
         for obj in base:
             meta = obj["metadata"]
             current[meta["uid"]] = (_key(meta), version_tokens(obj))
-        for event in events:
+        for event in self._events:
             if resources is not None and event.resource.plural not in resources:
                 continue
             obj = event.new.obj
@@ -117,30 +132,41 @@ class Provenance:
                 if token not in now:
                     past[token] = _origin(token, what, key, event.rv, deleted=False)
             current[uid] = (key, now)
-        self._live: dict[Token, Origin] = {}
+        live = self._live
         for key, tokens in current.values():
             for token, what in tokens.items():
-                self._live.setdefault(token, _origin(token, what, key, None, deleted=False))
+                live.setdefault(token, _origin(token, what, key, None, deleted=False))
         # A token some live object still carries is not the past (a reused podIP, a shared
         # label value), whoever carried it before.
-        self._past = {t: o for t, o in past.items() if t not in self._live}
+        self._past = {t: o for t, o in past.items() if t not in live}
+        self._events = self._base = ()  # what they held is in the index now
 
     def live(self, token: Token) -> Origin | None:
+        if not self._indexed:
+            self._index()
         return self._live.get(token)
 
     def past(self, token: Token) -> Origin | None:
+        if not self._indexed:
+            self._index()
         return self._past.get(token)
 
     def known(self, token: Token) -> bool:
+        if not self._indexed:
+            self._index()
         return token in self._live or token in self._past
 
     def past_of(self, tokens: Iterable[Token]) -> list[tuple[Token, Origin]]:
         """Those ``tokens`` that only the past carries, with their origins, most telling first
         (the object itself before its podIP, its podIP before a label value)."""
+        if not self._indexed:
+            self._index()
         found = [(t, self._past[t]) for t in set(tokens) if t in self._past]
         return sorted(found, key=lambda item: (*_rank(item[1]), str(item[0])))
 
     def live_of(self, tokens: Iterable[Token]) -> list[tuple[Token, Origin]]:
+        if not self._indexed:
+            self._index()
         found = [(t, self._live[t]) for t in set(tokens) if t in self._live]
         return sorted(found, key=lambda item: (*_rank(item[1]), str(item[0])))
 

@@ -292,10 +292,10 @@ class ServerVersions:
             self._objects[identity] = obj
             self._rvs.setdefault(identity[0], []).append(identity[1])
 
-    def base_objects(self, plurals: Collection[str]) -> list[Any]:
+    def base_objects(self, plurals: Collection[str], *, upto: int | None = None) -> list[Any]:
         """The objects of ``plurals`` stored at attach that no recorded event wrote (those the
-        events do not explain)."""
-        written = {event.new.obj["metadata"]["uid"] for event in self.events}
+        events do not explain); ``upto``: that none of the first ``upto`` events wrote."""
+        written = {event.new.obj["metadata"]["uid"] for event in self.events[:upto]}
         return [
             stored.obj
             for plural in sorted(plurals)

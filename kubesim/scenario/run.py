@@ -32,6 +32,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kubesim.apiserver.server import APIServer
@@ -343,13 +344,17 @@ class ScenarioRun:
         """Every live object of the workload, resource by resource, each in key order."""
         return [(name, key) for name in self.resources() for key in self.live(name)]
 
-    def _rewritten_objects(self) -> list[tuple[str, Key]]:
+    def _rewritten_objects(
+        self, objects: list[tuple[str, Key]] | None = None
+    ) -> list[tuple[str, Key]]:
         """The objects the ending rewrites (before the forced relist, and in each tail round):
         all of them up to :data:`REWRITTEN_OBJECTS`, else that many spread evenly over the
         workload's order (every resource and namespace among them). A leak grows with each
         rewrite and each re-sync, not with how many objects one round rewrites, so the ending
-        costs what its oracles need, not what the world holds."""
-        objects = self._workload_objects()
+        costs what its oracles need, not what the world holds. ``objects``: the workload's,
+        when the caller has them already."""
+        if objects is None:
+            objects = self._workload_objects()
         count = len(objects)
         if count <= REWRITTEN_OBJECTS:
             return objects
@@ -606,7 +611,7 @@ class ScenarioRun:
 
     def populate(self) -> None:
         for n in range(self.setup.namespaces):
-            self.server.create("namespaces", {"metadata": {"name": f"team-{n}"}})
+            self.server.create("namespaces", {"metadata": {"name": f"team-{n}"}}, copy=False)
         if self.setup.objects:
             from kubesim.workload.manifests import apply_manifests
 
@@ -615,7 +620,7 @@ class ScenarioRun:
         self.workload.declare(self.setup.kinds)
         for _ in range(self.setup.pods):
             key = self.new_pod_key()
-            self.server.create("pods", self.new_object("pods", key), namespace=key[0])
+            self.server.create("pods", self.new_object("pods", key), namespace=key[0], copy=False)
         for name in self.workload.resources():
             if name != "pods" and not self.workload.live(name):
                 for _ in range(self.setup.pods):
@@ -630,7 +635,9 @@ class ScenarioRun:
         for name in self.workload.shaped():
             for _ in range(self.setup.pods):
                 key = self.new_key(name)
-                self.server.create(name, self.new_object(name, key), namespace=key[0] or None)
+                self.server.create(
+                    name, self.new_object(name, key), namespace=key[0] or None, copy=False
+                )
         if self.server.storage.rv != before:
             self.settle()
 
@@ -1015,11 +1022,16 @@ class ScenarioRun:
             new.update(snapshot(reads[1], name="read()"))
         versions = self.recording.versions
         plurals = self._store_plurals()
-        provenance = Provenance(
-            versions.events if versions is not None else (),
-            versions.base_objects(plurals) if versions is not None else (),
-            resources=plurals,
-        )
+        # Indexed only if a difference is to be judged; what the server wrote until now.
+        if versions is None:
+            provenance = Provenance((), (), resources=plurals)
+        else:
+            upto = len(versions.events)
+            provenance = Provenance(
+                versions.events[:upto],
+                partial(versions.base_objects, plurals, upto=upto),
+                resources=plurals,
+            )
         comparison = FreshComparison(
             old, new, provenance, old_sizes, fresh_sizes, round=self._round, note=note
         )
@@ -1172,6 +1184,7 @@ class ScenarioRun:
                 name,
                 {"metadata": {"annotations": {"kubesim/stop": f"round-{self._round}"}}},
                 namespace=namespace,
+                copy=False,
             )
             self._release_readers()
             self._rebase_schedule()
@@ -1278,6 +1291,7 @@ class ScenarioRun:
                     name,
                     {"metadata": {"annotations": {"kubesim/relist": f"round-{self._round}"}}},
                     namespace=namespace or None,
+                    copy=False,
                 )
         server.create(
             "configmaps",
@@ -1288,6 +1302,7 @@ class ScenarioRun:
                 "data": {},
             },
             namespace="default",
+            copy=False,
         )
         server.compact()
         if with_error:
@@ -1329,7 +1344,8 @@ class ScenarioRun:
         rotated = self._rotated_label_keys()
         for tail in range(first, last + 1):
             value = f"tail-{tail:03d}"
-            for resource, (namespace, name) in self._rewritten_objects():
+            objects = self._workload_objects()
+            for resource, (namespace, name) in self._rewritten_objects(objects):
                 server.patch(
                     resource,
                     name,
@@ -1340,6 +1356,7 @@ class ScenarioRun:
                         }
                     },
                     namespace=namespace or None,
+                    copy=False,
                 )
             server.expire_watches()
             self._round += 1
@@ -1347,7 +1364,7 @@ class ScenarioRun:
             self.settle()
             self.sim.advance(60)
             noun = "pod" if self.resources() == ["pods"] else "object"
-            total = len(self._workload_objects())
+            total = len(objects)
             what = (
                 f"every {noun}"
                 if total <= REWRITTEN_OBJECTS

@@ -109,7 +109,9 @@ def _pod_on(world: World, key: Key, ip: str | None) -> Any:
 
 def _create(world: World, resource: str, keys: list[Key]) -> None:
     for key in keys:
-        world.server.create(resource, world.new_object(resource, key), namespace=key[0] or None)
+        world.server.create(
+            resource, world.new_object(resource, key), namespace=key[0] or None, copy=False
+        )
 
 
 def _of_each(world: World, count: int) -> list[tuple[str, list[Key]]]:
@@ -228,6 +230,7 @@ class PatchLabels(Step):
                     name,
                     {"metadata": {"labels": {self.key: value}}},
                     namespace=namespace or None,
+                    copy=False,
                 )
         return f"patch labels of {_counts(chosen)} ({self._what()})"
 
@@ -272,7 +275,7 @@ class PatchMetadata(Step):
                 }
             else:
                 patch = {"metadata": {"annotations": {self.key: None if self.remove else value}}}
-            world.server.patch(resource, name, patch, namespace=namespace or None)
+            world.server.patch(resource, name, patch, namespace=namespace or None, copy=False)
         return self._what(_counts(chosen))
 
     def _what(self, objects: int | str) -> str:
@@ -337,7 +340,7 @@ class UpdatePodStatus(Step):
             status = {"podIP": ip, "podIPs": [{"ip": ip}]}
             what = f"restarted on podIP {ip}"
         world.server.patch(
-            "pods", name, {"status": status}, namespace=namespace, subresource="status"
+            "pods", name, {"status": status}, namespace=namespace, subresource="status", copy=False
         )
         return f"update status of {namespace}/{name}: {what}"
 
@@ -380,11 +383,14 @@ class ReusePodIP(Step):
                 {"status": {"phase": "Succeeded", "podIP": None, "podIPs": None}},
                 namespace=namespace,
                 subresource="status",
+                copy=False,
             )
 
         if not self.racing:
             terminate()
-        world.server.create("pods", _pod_on(world, new, ip or "10.9.9.9"), namespace=new[0])
+        world.server.create(
+            "pods", _pod_on(world, new, ip or "10.9.9.9"), namespace=new[0], copy=False
+        )
         if self.racing and not self.delete_old:
             terminate()
         first = "reported after" if self.racing else "terminates"
@@ -436,7 +442,7 @@ def _job_status(world: World, key: Key, change: str, phase: str) -> str:
             status = {"conditions": [{"type": "Ready", "status": ready}]}
             what = f"its pod {pod} Ready={ready}"
         world.server.patch(
-            "pods", pod, {"status": status}, namespace=namespace, subresource="status"
+            "pods", pod, {"status": status}, namespace=namespace, subresource="status", copy=False
         )
         return f"job {namespace}/{name}: {what}"
     now = world.server.clock.timestamp()
@@ -460,7 +466,12 @@ def _job_status(world: World, key: Key, change: str, phase: str) -> str:
         status = {"active": 1, "failed": int(failed.get("failed", 0)) + 1, "startTime": now}
         what = f"a pod failed ({status['failed']}), a new one active"
     world.server.patch(
-        "jobs.batch", name, {"status": status}, namespace=namespace, subresource="status"
+        "jobs.batch",
+        name,
+        {"status": status},
+        namespace=namespace,
+        subresource="status",
+        copy=False,
     )
     return f"update status of job {namespace}/{name}: {what}"
 
@@ -480,7 +491,9 @@ def _node_status(world: World, key: Key, change: str, phase: str) -> str:
     ready = {"terminate": "Unknown", "not-ready": "False"}.get(change, "True")
     now = world.server.clock.timestamp()
     condition = {"type": "Ready", "status": ready, "lastHeartbeatTime": now}
-    world.server.patch("nodes", name, {"status": {"conditions": [condition]}}, subresource="status")
+    world.server.patch(
+        "nodes", name, {"status": {"conditions": [condition]}}, subresource="status", copy=False
+    )
     return f"update status of node {name}: Ready={ready}"
 
 
@@ -553,7 +566,7 @@ class DeleteWhileDisconnected(Step):
         if self.replaced and chosen:
             replacements = [world.new_pod_key() for _ in chosen]
             for key, ip in zip(replacements, addresses, strict=True):
-                world.server.create("pods", _pod_on(world, key, ip), namespace=key[0])
+                world.server.create("pods", _pod_on(world, key, ip), namespace=key[0], copy=False)
             one = len(replacements) == 1
             deleted += f"; {_names(replacements)} take{'s' if one else ''} over "
             deleted += "its podIP" if one else "their podIPs"
@@ -567,6 +580,7 @@ class DeleteWhileDisconnected(Step):
                         name,
                         {"metadata": {"annotations": {"kubesim/changed": stamp}}},
                         namespace=namespace or None,
+                        copy=False,
                     )
             deleted += f"; rewrite {_names([key for _, live in rewritten for key in live])}"
         if self.compacted:
@@ -693,6 +707,7 @@ class SlowConsumerBurst(Step):
                 name,
                 {"metadata": {"annotations": {"kubesim/burst": str(n)}}},
                 namespace=namespace or None,
+                copy=False,
             )
         closed = world.server.set_watch_buffer(self.buffer)
         world.server.set_watch_buffer(None)

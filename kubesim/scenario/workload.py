@@ -269,12 +269,12 @@ class Workload:
         return build(resource, key[1], key[0] or None, number, labels)
 
     def create(self, name: str, key: Key) -> None:
-        self.server.create(name, self.new_object(name, key), namespace=key[0] or None)
+        self.server.create(name, self.new_object(name, key), namespace=key[0] or None, copy=False)
 
     def _ensure_namespace(self, namespace: str) -> None:
         namespaces = self.server.resource("namespaces")
         if self.server.storage.get(namespaces, ("", namespace)) is None:
-            self.server.create("namespaces", {"metadata": {"name": namespace}})
+            self.server.create("namespaces", {"metadata": {"name": namespace}}, copy=False)
 
 
 def _number(name: str) -> int:

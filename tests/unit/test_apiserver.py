@@ -111,6 +111,23 @@ def test_a_create_shares_nothing_with_the_callers_body_or_the_returned_copy(
     assert stored == {**created, "spec": stored["spec"]}
 
 
+def test_a_write_without_a_copy_answers_with_what_is_stored_and_changes_nothing_else(
+    server: APIServer,
+) -> None:
+    # copy=False is for callers that write by the thousand and read nothing back (the
+    # scenario's steps): the answer is what a get answers, and the same write with a copy
+    # would have stored the same thing.
+    created = server.create("pods", pod("web"), namespace="default", copy=False)
+    assert created == server.get("pods", "web", namespace="default")
+    patch = {"metadata": {"labels": {"v": "2"}}}
+    patched = server.patch("pods", "web", patch, namespace="default", copy=False)
+    assert patched == server.get("pods", "web", namespace="default")
+    assert patched["metadata"]["labels"] == {"v": "2"}
+    copied = server.patch("pods", "web", {"metadata": {"labels": {"v": "3"}}}, namespace="default")
+    copied["metadata"]["labels"]["v"] = "changed-by-caller"  # a copy: the stored one is not it
+    assert server.get("pods", "web", namespace="default")["metadata"]["labels"] == {"v": "3"}
+
+
 def test_a_body_json_cannot_hold_is_a_type_error_naming_obj_and_stores_nothing(
     server: APIServer,
 ) -> None:
