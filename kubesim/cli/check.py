@@ -328,10 +328,14 @@ def _print_report(report: Any, elapsed: float) -> None:
 
 
 def _drawn(report: Any) -> str:
-    """Every step kind with how many steps of it the campaign drew, in table order."""
+    """Every step kind the campaign could draw with how many steps of it it drew, in table
+    order (a kind ``--faults`` left out is not listed: it was never a candidate)."""
     from kubesim.scenario.steps import STEP_KINDS
 
-    return ", ".join(f"{row.kind} {report.kinds.get(row.kind, 0)}" for row in STEP_KINDS)
+    enabled = set(report.enabled) if report.enabled else {row.kind for row in STEP_KINDS}
+    return ", ".join(
+        f"{row.kind} {report.kinds.get(row.kind, 0)}" for row in STEP_KINDS if row.kind in enabled
+    )
 
 
 def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
@@ -357,6 +361,7 @@ def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
 def _replay(token: str, *, as_json: bool, report_path: str | None = None) -> int:
     from kubesim.checks.store import judge
     from kubesim.scenario.run import run_scenario
+    from kubesim.scenario.store_log import captured
     from kubesim.testing.check import Found
     from kubesim.testing.replay import InvalidReplayToken, parse_token, python_version
 
@@ -375,18 +380,19 @@ def _replay(token: str, *, as_json: bool, report_path: str | None = None) -> int
             f"{python_version()}; thread schedules may not carry across versions",
             file=sys.stderr,
         )
-    result = run_scenario(
-        factory,
-        replay.steps,
-        seed=replay.seed,
-        setup=replay.setup,
-        schedule=replay.schedule,
-        traced=traced,
-        spec=replay.factory,
-        timeline=as_json or report_path is not None,
-    )
-    verdict = judge(result.recording)
-    found = Found(verdict, result, replay)
+    with captured() as log:
+        result = run_scenario(
+            factory,
+            replay.steps,
+            seed=replay.seed,
+            setup=replay.setup,
+            schedule=replay.schedule,
+            traced=traced,
+            spec=replay.factory,
+            timeline=as_json or report_path is not None,
+        )
+    verdict = judge(result.recording, only=replay.oracles)
+    found = Found(verdict, result, replay, log)
     if report_path is not None:
         _write_replay_report(report_path, found, quiet=as_json)
     if as_json:

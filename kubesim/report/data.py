@@ -87,6 +87,9 @@ def failure_data(found: Any, *, factory: Any = None) -> dict[str, Any]:
         "schedule": list(found.result.schedule),
         "trace": found.result.trace_hash,
         "replay": found.replay.command(),
+        # What the store printed and logged in the failing run: its last lines, and how many.
+        "log": list(found.log.lines),
+        "log_lines": found.log.total,
         "rounds": [
             {
                 "index": r.index,
@@ -110,19 +113,21 @@ def _rerun_with_timeline(found: Any, factory: Any) -> Any:
     import sys
 
     from kubesim.scenario.run import run_scenario
+    from kubesim.scenario.store_log import captured
 
     replay = found.replay
     traced = [sys.modules[name] for name in replay.traced if name in sys.modules]
-    return run_scenario(
-        factory,
-        replay.steps,
-        seed=replay.seed,
-        setup=replay.setup,
-        schedule=replay.schedule,
-        traced=traced,
-        spec=replay.factory,
-        timeline=True,
-    )
+    with captured():  # the store's output is the failing run's, found.log, said once
+        return run_scenario(
+            factory,
+            replay.steps,
+            seed=replay.seed,
+            setup=replay.setup,
+            schedule=replay.schedule,
+            traced=traced,
+            spec=replay.factory,
+            timeline=True,
+        )
 
 
 def _timeline(recording: Any) -> dict[str, Any] | None:

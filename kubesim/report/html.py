@@ -132,6 +132,13 @@ def _failure(failure: dict[str, Any]) -> list[str]:
         f'<p class="meta">It runs the same scenario and schedule again (trace '
         f"<code>{escape(failure['trace'][:16])}</code>) and exits 1 while the bug is there.</p>",
     ]
+    if failure.get("log"):
+        kept, total = failure["log"], failure["log_lines"]
+        said = f"{total:,} lines" + (f", the last {len(kept)}" if len(kept) < total else "")
+        parts += [
+            f"<h2>What the store printed and logged ({said})</h2>",
+            f'<pre class="log">{escape(chr(10).join(kept))}</pre>',
+        ]
     parts += _memory(failure["rounds"])
     if failure.get("timeline"):
         parts += _timeline(failure["timeline"])

@@ -39,6 +39,7 @@ from kubesim.scenario.run import (
     check_world,
     run_scenario,
 )
+from kubesim.scenario.store_log import StoreLog, captured
 from kubesim.sched.strategies import HOT_FRACTION
 from kubesim.sim.store import StoreContractError
 from kubesim.testing.replay import Replay, python_version
@@ -56,6 +57,8 @@ MAX_PREEMPTIONS = 4
 # Hot points among the first of a step's reaction (a reader inside read() of a few pods is tens
 # of points); a relist of six pods is several hundred, reached as a fraction of its length.
 MAX_HOT_PREEMPTION_POINT = 100
+# The end of the failing example's store output shown in the text report (JSON has more).
+LOG_LINES_SHOWN = 12
 
 
 class NondeterminismDetected(RuntimeError):
@@ -70,6 +73,8 @@ class Found:
     verdict: Verdict
     result: ScenarioResult
     replay: Replay
+    # What the store printed and logged in this example's run (kubesim.scenario.store_log).
+    log: StoreLog = field(default_factory=StoreLog)
 
     @property
     def properties(self) -> list[str]:
@@ -83,9 +88,21 @@ class Found:
             lines.append("  (no steps: setup, quiesce and tail rounds only)")
         if self.replay.schedule:
             lines.append(f"thread schedule: preemptions at {list(self.replay.schedule)}")
+        if self.log.total:
+            shown = self.log.tail(LOG_LINES_SHOWN)
+            lines.append(
+                f"the store's output ({_count(self.log.total, 'line')}"
+                + (f", the last {len(shown)}" if len(shown) < self.log.total else "")
+                + "):"
+            )
+            lines.extend(f"  | {line}" for line in shown)
         lines.append(f"trace {self.result.trace_hash[:16]}")
         lines.append(f"replay: {self.replay.command()}")
         return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 @dataclass
@@ -104,6 +121,8 @@ class CheckReport:
     # Steps drawn per kind by the search, up to and including the first failing example (the
     # shrinker's tries after it are not counted).
     kinds: Counter[str] = field(default_factory=Counter)
+    # The step kinds the campaign could draw (``kinds=``), in table order.
+    enabled: tuple[str, ...] = ()
     out_of_time: bool = False
     # The example at which the first violation turned up (the rest were spent shrinking it).
     found_at: int | None = None
@@ -111,6 +130,48 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return self.found is None
+
+
+def database_key(
+    spec: str,
+    *,
+    kinds: Sequence[str],
+    setup: Setup,
+    seed: int,
+    oracles: Sequence[str] | None,
+    max_steps: int,
+    schedules: int,
+    traced: Sequence[str],
+) -> bytes:
+    """What keys a campaign's saved examples in the example database: everything that changes
+    how Hypothesis's bytes become a scenario (the kinds, ``max_steps``, how many schedules and
+    how many points they choose among, which the traced modules decide) or what the scenario
+    runs against (the factory, the setup, the seed) or what judges it (the oracles). A saved
+    failure is replayed only by a campaign that would draw and judge it the same way: bytes
+    saved under other kinds decode to another scenario (one that may pass, or fail otherwise)."""
+    parts = [
+        spec,
+        ",".join(kinds),
+        str(setup.pods),
+        str(setup.namespaces),
+        str(seed),
+        # The rest in one JSON object: a field added later changes every key, which only
+        # means older saved examples are not replayed.
+        json.dumps(
+            {
+                "oracles": None if oracles is None else list(oracles),
+                "max_steps": max_steps,
+                "schedules": schedules,
+                "traced": list(traced),
+                "tail_rounds": setup.tail_rounds,
+                "memory": setup.memory,
+                "fresh": setup.fresh,
+                "world": setup.world_json(),
+            },
+            sort_keys=True,
+        ),
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest().encode()
 
 
 class _UsageError(BaseException):
@@ -130,10 +191,11 @@ class _OutOfTime(KeyboardInterrupt):
 
 
 class _Violated(Exception):
-    def __init__(self, result: ScenarioResult, verdict: Verdict) -> None:
+    def __init__(self, result: ScenarioResult, verdict: Verdict, log: StoreLog) -> None:
         super().__init__("; ".join(str(v).splitlines()[0] for v in verdict.violations))
         self.result = result
         self.verdict = verdict
+        self.log = log
 
 
 def _schedule(last_point: int) -> st.SearchStrategy[list[int]]:
@@ -233,7 +295,7 @@ def check_store(
         raise ValueError(f"max_time must be > 0 seconds or None, got max_time={max_time!r}")
     if not isinstance(schedules, int) or schedules < 1:
         raise ValueError(f"schedules must be an int >= 1, got schedules={schedules!r}")
-    report = CheckReport(factory=spec)
+    report = CheckReport(factory=spec, enabled=tuple(chosen))
     if trace_store:
         traced = (*store_modules(factory), *(t for t in traced if t not in store_modules(factory)))
     last_point = MAX_PREEMPTION_POINT_TRACED if traced else MAX_PREEMPTION_POINT
@@ -266,9 +328,16 @@ def check_store(
 
     def _one(steps: list[Any], schedule: list[int]) -> None:
         try:
-            result = run_scenario(
-                factory, steps, seed=seed, setup=setup, schedule=schedule, traced=traced, spec=spec
-            )
+            with captured() as log:
+                result = run_scenario(
+                    factory,
+                    steps,
+                    seed=seed,
+                    setup=setup,
+                    schedule=schedule,
+                    traced=traced,
+                    spec=spec,
+                )
         except StoreContractError as problem:
             raise _UsageError(problem) from problem
         verdict = judge(result.recording, only=only)
@@ -282,16 +351,18 @@ def check_store(
         if not verdict.ok:
             if report.found_at is None:
                 report.found_at = report.examples
-            raise _Violated(result, verdict)
+            raise _Violated(result, verdict, log)
 
-    # The factory (and what is checked) keys the example database, not only this source.
-    digest = f"{spec}|{','.join(chosen)}|{setup.pods}|{setup.namespaces}|{seed}"
-    if only is not None:
-        digest += f"|{','.join(only)}"
-    world = setup.world_json()
-    if world:  # another starting world is another test (a pod store's key stays the same)
-        digest += "|" + hashlib.sha256(json.dumps(world, sort_keys=True).encode()).hexdigest()
-    example._hypothesis_internal_add_digest = digest.encode()  # type: ignore[attr-defined]
+    example._hypothesis_internal_add_digest = database_key(  # type: ignore[attr-defined]
+        spec,
+        kinds=chosen,
+        setup=setup,
+        seed=seed,
+        oracles=only,
+        max_steps=max_steps,
+        schedules=schedules,
+        traced=tuple(getattr(t, "__name__", str(t)) for t in traced),
+    )
     # @seed turns the example database off (it sets database=None on the test's settings), so
     # it goes inside and the settings, with the database, outside.
     test = settings(
@@ -322,8 +393,9 @@ def check_store(
             traced=traced_names,
             kubesim_version=kubesim.__version__,
             python=python_version(),
+            oracles=None if only is None else tuple(only),
         )
-        report.found = Found(failed.verdict, failed.result, replay)
+        report.found = Found(failed.verdict, failed.result, replay, failed.log)
     except Flaky as exc:
         raise NondeterminismDetected(
             f"an example of {spec} failed and then passed when Hypothesis ran it again: the run "

@@ -109,6 +109,7 @@ def fuzz_test(
             traced=(),
             kubesim_version=kubesim.__version__,
             python=python_version(),
+            oracles=None if only is None else tuple(only),
         )
         lines = [str(v) for v in verdict.violations]
         lines += [f"  {n}. {line}" for n, line in enumerate(result.lines, 1)]

@@ -39,6 +39,8 @@ class Replay:
     traced: tuple[str, ...] = ()
     kubesim_version: str = ""
     python: str = ""
+    # The oracles the campaign judged by (``check_store(oracles=...)``); None: every one.
+    oracles: tuple[str, ...] | None = None
 
     def token(self) -> str:
         """The ``ks1.`` token: base64url of compressed JSON."""
@@ -52,7 +54,12 @@ class Replay:
                 "namespaces": self.setup.namespaces,
                 "tail_rounds": self.setup.tail_rounds,
                 **self.setup.world_json(),
+                # The instruments a campaign turned off, which change the run (the fresh
+                # store's threads) and what judges it: only when off, so older tokens stay.
+                **({} if self.setup.memory else {"memory": False}),
+                **({} if self.setup.fresh else {"fresh": False}),
             },
+            **({} if self.oracles is None else {"oracles": list(self.oracles)}),
             "traced": list(self.traced),
             "kubesim": self.kubesim_version,
             "python": self.python,
@@ -120,6 +127,7 @@ def parse_token(token: str) -> Replay:
             traced=tuple(data.get("traced", ())),
             kubesim_version=str(data.get("kubesim", "")),
             python=str(data.get("python", "")),
+            oracles=None if data.get("oracles") is None else tuple(data["oracles"]),
         )
     except (binascii.Error, zlib.error, ValueError, KeyError, TypeError) as exc:
         raise InvalidReplayToken(f"not a valid kubesim replay token ({exc}); was it cut?") from exc

@@ -4,6 +4,9 @@ ORACLES = "tests/unit/test_store_oracles.py::"
 SCENARIO = "tests/unit/test_scenario.py::"
 THREADS = "tests/unit/test_scenario_threads.py::"
 CRASH_LOOP = "tests/unit/test_crash_loop.py::"
+IDENTITY = "tests/unit/test_campaign_identity.py::"
+STORE_LOG = "tests/unit/test_store_log.py::"
+REPLAY_EQUALS = "tests/integration/test_replay_equals_campaign.py::"
 
 MUTANTS = [
     {
@@ -167,5 +170,46 @@ MUTANTS = [
             "test_a_stalled_cache_serves_stale_lists_for_resource_version_zero",
         ],
         "why": "a stalled watch cache would serve fresh lists: stale relists could not be found",
+    },
+    {
+        "name": "reader-names-count-across-examples",
+        "path": "kubesim/scenario/run.py",
+        "old": "        self._readers = itertools.count(1)",
+        "new": (
+            '        self._readers = globals().setdefault("_READERS_OF_EVERY_RUN", '
+            "itertools.count(1))"
+        ),
+        "tests": [
+            f"{REPLAY_EQUALS}test_each_example_replays_alone_with_the_trace_the_campaign_saw"
+        ],
+        "why": "state an example leaves would reach the next: a replay's trace would differ",
+    },
+    {
+        "name": "database-key-ignores-max-steps",
+        "path": "kubesim/testing/check.py",
+        "old": '                "max_steps": max_steps,\n',
+        "new": "",
+        "tests": [
+            f"{IDENTITY}test_a_campaign_saves_its_failure_where_one_drawn_otherwise_does_not_look"
+        ],
+        "why": "saved bytes would be read as another scenario by a campaign drawing otherwise",
+    },
+    {
+        "name": "replay-judges-with-every-oracle",
+        "path": "kubesim/cli/check.py",
+        "old": "    verdict = judge(result.recording, only=replay.oracles)",
+        "new": "    verdict = judge(result.recording)",
+        "tests": [f"{IDENTITY}test_a_replay_judges_with_the_oracles_its_campaign_judged_with"],
+        "why": "a replay would report violations its campaign was never asked about",
+    },
+    {
+        "name": "store-output-not-captured",
+        "path": "kubesim/scenario/store_log.py",
+        "old": "    sys.stdout = sys.stderr = stream\n",
+        "new": "",
+        "tests": [
+            f"{STORE_LOG}test_prints_and_records_are_held_line_by_line_and_everything_is_put_back"
+        ],
+        "why": "a store's prints would go to the terminal, between the progress and the verdict",
     },
 ]

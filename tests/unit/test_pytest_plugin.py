@@ -132,6 +132,9 @@ def test_a_leaky_store_fails_with_its_report_and_the_replay_line_last(
 ) -> None:
     user.makepyfile(
         test_leak=f"""
+        import logging
+        import sys
+
         import leaky_store
         from kubesim.testing import store_test
 
@@ -139,8 +142,14 @@ def test_a_leaky_store_fails_with_its_report_and_the_replay_line_last(
 
         test_leak = store_test("leaky_store:appending_watcher", examples=10, kinds=KINDS)
 
+        # A logger with a handler of its own writes where it was told to, past kubesim.
+        own = logging.getLogger("noisy.own")
+        own.propagate = False
+        own.addHandler(logging.StreamHandler(sys.__stderr__))
+
         def noisy(api_client):
             print("the store says hello")
+            own.warning("a logger of its own")
             return leaky_store.appending_watcher(api_client)
 
         test_noisy_leak = store_test(noisy, examples=10, kinds=KINDS)
@@ -157,9 +166,13 @@ def test_a_leaky_store_fails_with_its_report_and_the_replay_line_last(
     assert any(line.startswith("scenario (") for line in section)
     assert section[-1].startswith("replay: kubesim replay ks1.")
 
-    # Captured output comes below the message; the replay command is repeated after it.
+    # The store's output is in the report; output kubesim did not hold (a logger with a
+    # handler of its own) is pytest's to show, below the message, and the replay command is
+    # repeated after it.
     noisy = failure_section(output, "test_noisy_leak")
-    assert any("Captured stdout call" in line for line in noisy)
+    assert "  | the store says hello" in noisy
+    assert any("Captured stderr call" in line for line in noisy)
+    assert "a logger of its own" in noisy
     assert noisy[-1].startswith("kubesim replay ks1.")
     assert noisy[-1] in [line.removeprefix("replay: ") for line in noisy[:-1]]
     # The factory given as an object is named so that a fresh process imports it.

@@ -267,6 +267,14 @@ def test_kubesim_check_json_carries_the_failure() -> None:
     assert report["failure"]["replay"].startswith("kubesim replay ks1.")
 
 
+def test_steps_drawn_lists_the_kinds_the_campaign_could_draw() -> None:
+    done = kubesim("check", SPEC, "--examples", "3", "--database", ":memory:", "--faults", "expire")
+    [drawn] = [line for line in done.stdout.splitlines() if line.startswith("steps drawn: ")]
+    kinds = [item.rsplit(" ", 1)[0] for item in drawn.removeprefix("steps drawn: ").split(", ")]
+    workload = [row.kind for row in STEP_KINDS if not row.fault]
+    assert kinds == [row.kind for row in STEP_KINDS if row.kind in {*workload, "expire"}]
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
