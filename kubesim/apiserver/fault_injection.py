@@ -166,6 +166,12 @@ class FaultInjection:
                 target.plural if target else None,
             )
 
+    def verbs_sent(self) -> tuple[str, ...]:
+        """The REST verbs of the requests clients have asked so far (``get``, ``list``,
+        ``watch``, ``create``, ``patch``, ...), each once, in the order first asked."""
+        with self.lock:
+            return tuple(self.request_failures.sent)
+
     def stall_watch_cache(self) -> int:
         """Stop the watch cache at the current RV while storage moves on (F6, F7).
 

@@ -60,6 +60,9 @@ class RequestFailures:
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
         self.injected = 0
+        # The verbs of the requests asked of the server so far, each once, in the order first
+        # asked: what a fault can draw among (a poller's get, a controller's patch).
+        self.sent: dict[str, None] = {}
         # Asked before each request: True lets it through untouched, consuming no rule (the
         # requests of an instrument, such as the history oracle's fresh store).
         self.exempt: Callable[[], bool] | None = None
@@ -94,6 +97,8 @@ class RequestFailures:
         self, verb: str, resource: ResourceType, namespace: str | None, *, now: float = 0.0
     ) -> st.StatusError | None:
         """The error to answer this request with, or None to serve it."""
+        if verb not in self.sent:
+            self.sent[verb] = None
         if self.exempt is not None and self._rules and self.exempt():
             return None
         for rule in list(self._rules):

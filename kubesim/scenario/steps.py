@@ -19,9 +19,11 @@ by hand.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from kubesim.apiserver.faults import FAILABLE_VERBS
 from kubesim.apiserver.server import APIServer
 
 Key = tuple[str, str]
@@ -661,18 +663,40 @@ class LagReplica(Step):
 
 @dataclass(frozen=True)
 class FailRequests(Step):
-    """HTTP errors on list and watch: the next ``count`` requests answer ``code``."""
+    """HTTP errors: the next ``count`` requests answer ``code``. Which requests: with ``verb``
+    -1, lists and watches; otherwise those of one verb the store has sent so far (the
+    ``verb``-th, modulo how many, in the order first sent: a poller's ``get``, a controller's
+    ``patch``), or lists and watches if it has sent none yet."""
 
     count: int = 1
     code: int = 500
+    verb: int = -1
     kind: ClassVar[str] = "http-error"
 
     def apply(self, world: World) -> str:
-        world.server.fail_requests(self.count, code=self.code, verbs=("list", "watch"))
-        return str(self)
+        verbs = self.verbs(world.server.verbs_sent())
+        world.server.fail_requests(self.count, code=self.code, verbs=verbs)
+        return _failing(self.count, verbs, self.code)
+
+    def verbs(self, sent: Sequence[str]) -> tuple[str, ...]:
+        """The verbs this step fails, given those the store has sent."""
+        if self.verb < 0 or not sent:
+            return LIST_AND_WATCH
+        return (sent[self.verb % len(sent)],)
 
     def __str__(self) -> str:
-        return f"fail the next {_count(self.count, 'list or watch request')} with {self.code}"
+        if self.verb < 0:
+            return _failing(self.count, LIST_AND_WATCH, self.code)
+        what = f"{_count(self.count, 'request')} of a verb the store sent (its #{self.verb})"
+        return f"fail the next {what} with {self.code}"
+
+
+LIST_AND_WATCH = ("list", "watch")
+
+
+def _failing(count: int, verbs: Sequence[str], code: int) -> str:
+    what = "list or watch request" if tuple(verbs) == LIST_AND_WATCH else f"{verbs[0]} request"
+    return f"fail the next {_count(count, what)} with {code}"
 
 
 @dataclass(frozen=True)
@@ -734,9 +758,9 @@ class AdvanceTime(Step):
 
 @dataclass(frozen=True)
 class LastingErrors(Step):
-    """HTTP errors that last: every list and watch answers ``code`` for ``seconds`` of virtual
-    time (a 429 storm from API Priority and Fairness, with Retry-After; a 5xx outage), while
-    the store retries. The ``progress`` oracle judges how hard it retried."""
+    """HTTP errors that last: every request, whatever its verb, answers ``code`` for
+    ``seconds`` of virtual time (a 429 storm from API Priority and Fairness, with Retry-After; a
+    5xx outage), while the store retries. The ``progress`` oracle judges how hard it retried."""
 
     seconds: int = 30
     code: int = 429
@@ -745,7 +769,7 @@ class LastingErrors(Step):
     def apply(self, world: World) -> str:
         retry_after = {429: 1, 503: 5}.get(self.code)
         world.server.fail_requests(
-            code=self.code, verbs=("list", "watch"), seconds=self.seconds, retry_after=retry_after
+            code=self.code, verbs=FAILABLE_VERBS, seconds=self.seconds, retry_after=retry_after
         )
         world.server.drop_watches()  # the outage cuts what was open; every retry now fails
         world.advance(self.seconds)
@@ -753,7 +777,7 @@ class LastingErrors(Step):
 
     def __str__(self) -> str:
         what = "a storm of 429s (Retry-After: 1)" if self.code == 429 else f"a {self.code} outage"
-        return f"{what} for {self.seconds} s: watches cut, every list and watch fails"
+        return f"{what} for {self.seconds} s: watches cut, every request fails"
 
 
 @dataclass(frozen=True)

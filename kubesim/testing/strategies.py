@@ -108,7 +108,12 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
         LagReplica, events=st.sampled_from([5, 1, 20]), spread=st.booleans()
     ),
     "http-error": st.builds(
-        FailRequests, count=st.integers(1, 3), code=st.sampled_from([500, 429, 403, 503, 504])
+        FailRequests,
+        count=st.integers(1, 3),
+        code=st.sampled_from([500, 429, 403, 503, 504]),
+        # Lists and watches first (what shrinking tends to), else one of the verbs the store
+        # has sent by then (FailRequests.verbs).
+        verb=st.sampled_from([-1, 0, 1, 2, 3]),
     ),
     "bookmark": st.just(SendBookmarks()),
     "slow-consumer": st.builds(

@@ -7,6 +7,7 @@ CRASH_LOOP = "tests/unit/test_crash_loop.py::"
 IDENTITY = "tests/unit/test_campaign_identity.py::"
 STORE_LOG = "tests/unit/test_store_log.py::"
 REPLAY_EQUALS = "tests/integration/test_replay_equals_campaign.py::"
+EVERY_VERB = "tests/unit/test_faults_on_every_verb.py::"
 
 MUTANTS = [
     {
@@ -211,5 +212,21 @@ MUTANTS = [
             f"{STORE_LOG}test_prints_and_records_are_held_line_by_line_and_everything_is_put_back"
         ],
         "why": "a store's prints would go to the terminal, between the progress and the verdict",
+    },
+    {
+        "name": "outage-spares-all-but-lists-and-watches",
+        "path": "kubesim/scenario/steps.py",
+        "old": "            code=self.code, verbs=FAILABLE_VERBS, seconds=self.seconds,",
+        "new": "            code=self.code, verbs=LIST_AND_WATCH, seconds=self.seconds,",
+        "tests": [f"{EVERY_VERB}test_an_outage_fails_a_pollers_gets_and_writes_while_it_lasts"],
+        "why": "a store that polls with get or writes would sail through every outage",
+    },
+    {
+        "name": "http-error-only-on-lists-and-watches",
+        "path": "kubesim/scenario/steps.py",
+        "old": "        return (sent[self.verb % len(sent)],)",
+        "new": "        return LIST_AND_WATCH",
+        "tests": [f"{EVERY_VERB}test_a_poller_meets_the_http_error_on_the_verb_drawn"],
+        "why": "a poller's get and a controller's patch would never meet an HTTP error",
     },
 ]
