@@ -41,6 +41,7 @@ from kubesim.apiserver.encoding import dumps
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
 from kubesim.sched import scheduler
+from kubesim.sched.thread_pool import ControlledPool
 from kubesim.wire.routes import Request, handle
 
 DEFAULT_HOST = "http://kubesim.invalid"
@@ -406,9 +407,15 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
     saved_loaders = [(module, name, getattr(module, name)) for module, name in loaders]
     previous_configuration = kubernetes.client.Configuration.get_default_copy()
     previous_default = getattr(kubernetes.client.ApiClient, "_default", None)
+    # async_req=True calls run on the client's ThreadPool, built at the first such call: one
+    # whose workers the scheduler controls and whose waits are all simulated.
+    api_client_module: Any = importlib.import_module("kubernetes.client.api_client")
+    previous_pool = getattr(api_client_module, "ThreadPool", None)
     rest.RESTClientObject.__init__ = init
     for module, name in loaders:
         setattr(module, name, load)
+    if previous_pool is not None:
+        api_client_module.ThreadPool = ControlledPool
     try:
         client = kubernetes_client(server)
         # kubernetes >= 37 keeps a default ApiClient; older clients build a fresh one per API
@@ -419,6 +426,8 @@ def patch_kubernetes(server: APIServer) -> Iterator[Any]:
         yield client
     finally:
         rest.RESTClientObject.__init__ = original_init
+        if previous_pool is not None:
+            api_client_module.ThreadPool = previous_pool
         for module, name, original in saved_loaders:
             setattr(module, name, original)
         kubernetes.client.Configuration.set_default(previous_configuration)
