@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from kubesim._core.paths import readable_traceback
+
 # Lines kept per run: the end of a long log is the part about the failure.
 KEEP = 200
 # The record format when nothing else is configured: the level, the logger, the message.
@@ -39,7 +41,8 @@ class StoreLog:
     total: int = 0
 
     def add(self, line: str) -> None:
-        self.lines.append(line)
+        # A traceback's paths as kubesim shows them anywhere: the same on every machine.
+        self.lines.append(readable_traceback(line) if 'File "' in line else line)
         self.total += 1
 
     def tail(self, count: int) -> list[str]:

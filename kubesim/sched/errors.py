@@ -51,6 +51,13 @@ class NondeterminismDetected(ScheduleFailure):
         self.replay_record = replay_record
 
 
+class OutOfTime(KeyboardInterrupt):
+    """The wall-clock deadline of a campaign (``kubesim check --max-time``) passed while a run
+    waited for a controlled thread: the run is given up, as Ctrl-C gives it up, with no
+    verdict. A ``KeyboardInterrupt`` so that nothing between the run and the campaign (a
+    store's ``except Exception``, Hypothesis) takes it for a failure of the example."""
+
+
 class _Abort(BaseException):
     """Raised inside controlled threads to unwind them when a run ends early.
 

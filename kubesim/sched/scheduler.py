@@ -46,16 +46,19 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from time import monotonic as _wall_clock
 from types import FrameType, ModuleType
 from typing import Any, Protocol
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
+from kubesim._core.paths import display_path, readable_traceback
 from kubesim._core.trace import stable as _stable
 from kubesim.sched import tracing
 from kubesim.sched.errors import (
     Deadlock,
     Livelock,
+    OutOfTime,
     ThreadCrashed,
     UncontrolledThread,
     _Abort,
@@ -72,6 +75,12 @@ DEFAULT_MAX_STEPS = 200_000
 # identity and instruction offset of its innermost frames) for DEFAULT_STUCK_AFTER s, while the
 # thread uses no CPU, is a thread blocked on something kubesim does not control.
 WATCHDOG_INTERVAL = 0.5
+# Scheduling points a thread runs while another is runnable before the scheduler switches to
+# that one, whatever the strategy chose: a busy-wait on a flag another thread must set ends,
+# as it does under an operating system's time slices, where running one thread until it blocks
+# would spin for ever (and be reported as a livelock it is not). Far more than any store's work
+# between two blocking calls, so schedules and traces of ordinary runs never meet it.
+TIME_SLICE = 50_000
 DEFAULT_STUCK_AFTER = 3.0
 # A thread that uses CPU all along for this many seconds of wall time without a scheduling
 # point is spinning: a busy-wait on a flag another thread must set (kubesim runs one controlled
@@ -84,6 +93,18 @@ DEFAULT_HANDOFF_TIMEOUT = 600.0
 _STACK_FRAMES = 8
 
 _active: Scheduler | None = None
+# The wall-clock time (time.monotonic, bound before any run patches it) after which a run stops
+# waiting for its threads and raises OutOfTime: a campaign's --max-time (set_wall_deadline).
+_wall_deadline: float | None = None
+
+
+def set_wall_deadline(deadline: float | None) -> float | None:
+    """From now on, runs give up waiting for a controlled thread after ``deadline`` (a
+    ``time.monotonic()`` value; None: never) and raise :class:`OutOfTime`. Returns the
+    previous deadline, to restore."""
+    global _wall_deadline
+    previous, _wall_deadline = _wall_deadline, deadline
+    return previous
 
 
 def active() -> Scheduler | None:
@@ -284,6 +305,9 @@ class Scheduler:
         self.steps = 0
         self.switches = 0
         self.preemptions = 0
+        # The thread running since the last preemption and its points so far (TIME_SLICE).
+        self._slice_owner = -1
+        self._slice = 0
         self.failure: BaseException | None = None
         self.aborting = False
         self._atomic = 0
@@ -573,6 +597,15 @@ class Scheduler:
                 self.abandoned = holder
                 self._fail(self._blocked_outside(holder, stuck=same >= stuck_samples))
                 return False
+            if _wall_deadline is not None and _wall_clock() > _wall_deadline:
+                # Given up as Ctrl-C gives it up: the holder is never resumed, and one that is
+                # burning CPU is stopped rather than left to burn a core.
+                self.abandoned = holder
+                if busy:
+                    _stop_spinning(holder)
+                raise OutOfTime(
+                    f"the wall-clock deadline passed while thread {holder.name!r} held the baton"
+                )
 
     # -- scheduling points ------------------------------------------------------------------
     def point(self) -> None:
@@ -591,8 +624,18 @@ class Scheduler:
         if self.steps > self.max_steps:
             self.steps -= 1
             self._count_step()  # fails the run as a livelock
-        chosen = self.strategy.at_point(self.steps, ct.id, self._runnable())
+        runnable = self._runnable()
+        chosen = self.strategy.at_point(self.steps, ct.id, runnable)
+        if chosen == ct.id and len(runnable) > 1:
+            # A time slice, as an operating system's: a thread that keeps running while others
+            # could (a loop polling a flag another thread sets) yields to the next of them.
+            if self._slice_owner != ct.id:
+                self._slice_owner, self._slice = ct.id, 0
+            self._slice += 1
+            if self._slice >= TIME_SLICE:
+                chosen = next((i for i in runnable if i > ct.id), runnable[0])
         if chosen != ct.id:
+            self._slice_owner = -1
             self.preemptions += 1
             if self.observer is not None:
                 self._observe(ct, f"preempted for {self.threads[chosen].name}")
@@ -1103,20 +1146,10 @@ def _user_location(frame: FrameType | None) -> str:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith((_KUBESIM_DIR, _STDLIB_DIR)) and filename[:1] != "<":
-            path = _display_path(filename)
+            path = display_path(filename)
             return f"{path}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return ""
-
-
-def _display_path(path: str) -> str:
-    """A path as a reader finds it: relative to the working directory, or from the package
-    folder for installed code (``kubespawner/reflector.py``)."""
-    cwd = os.getcwd() + os.sep
-    if path.startswith(cwd):
-        return path[len(cwd) :]
-    marker = f"{os.sep}site-packages{os.sep}"
-    return path.split(marker, 1)[1] if marker in path else path
 
 
 def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:
@@ -1140,13 +1173,10 @@ def _raised_while_unwinding(exc: BaseException) -> bool:
     return False
 
 
-_FILE_LINE = re.compile(r'^(\s*File ")([^"]+)(")', re.MULTILINE)
-
-
 def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     # Paths as a reader finds them, the same on every machine (a report, a docs page).
-    text = _FILE_LINE.sub(lambda m: m[1] + _display_path(m[2]) + m[3], text)
+    text = readable_traceback(text)
     return ThreadCrashed(
         f"thread {ct.name!r} raised {type(exc).__name__}: {exc}\n{text}",
         thread_name=ct.name,

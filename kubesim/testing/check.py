@@ -40,6 +40,8 @@ from kubesim.scenario.run import (
     run_scenario,
 )
 from kubesim.scenario.store_log import StoreLog, captured
+from kubesim.sched.errors import OutOfTime
+from kubesim.sched.scheduler import set_wall_deadline
 from kubesim.sched.strategies import HOT_FRACTION
 from kubesim.sim.store import StoreContractError
 from kubesim.testing.replay import Replay, python_version
@@ -95,7 +97,7 @@ class Found:
                 + (f", the last {len(shown)}" if len(shown) < self.log.total else "")
                 + "):"
             )
-            lines.extend(f"  | {line}" for line in shown)
+            lines.extend(f"  | {line}".rstrip() for line in shown)
         lines.append(f"trace {self.result.trace_hash[:16]}")
         lines.append(f"replay: {self.replay.command()}")
         return "\n".join(lines)
@@ -299,7 +301,8 @@ def check_store(
     if trace_store:
         traced = (*store_modules(factory), *(t for t in traced if t not in store_modules(factory)))
     last_point = MAX_PREEMPTION_POINT_TRACED if traced else MAX_PREEMPTION_POINT
-    # Wall time only bounds how long the campaign draws; it never enters a run.
+    # Wall time only bounds how long the campaign draws, and how long a run may wait for a
+    # thread of the store (set_wall_deadline below): it never changes what a run does.
     deadline = None if max_time is None else time.monotonic() + max_time
     # Built once per campaign: a composite strategy reads its function's source when built.
     schedule_strategy = _schedule(last_point)
@@ -351,6 +354,7 @@ def check_store(
         if not verdict.ok:
             if report.found_at is None:
                 report.found_at = report.examples
+                set_wall_deadline(None)  # shrinking a failure found completes
             raise _Violated(result, verdict, log)
 
     example._hypothesis_internal_add_digest = database_key(  # type: ignore[attr-defined]
@@ -376,12 +380,17 @@ def check_store(
         verbosity=Verbosity.quiet,
         suppress_health_check=list(HealthCheck),
     )(hypothesis_seed(seed)(given(st.data())(example)))
+    # A run that waits past the deadline for a store's thread (a busy-wait, a slow example)
+    # is given up too: --max-time always ends the campaign.
+    previous_deadline = set_wall_deadline(deadline)
     try:
         test()
     except _UsageError as usage:
         raise usage.problem from None
     except _OutOfTime:
         pass  # report.out_of_time says so
+    except OutOfTime:
+        report.out_of_time = True  # given up inside a run: that example has no verdict
     except _Violated as failed:
         traced_names = tuple(getattr(t, "__name__", str(t)) for t in traced)
         replay = Replay(
@@ -403,6 +412,8 @@ def check_store(
             "store and the server; look for wall-clock reads, real sockets, or iteration over "
             f"id()-ordered containers in the store. ({type(exc).__name__}: {exc})"
         ) from exc
+    finally:
+        set_wall_deadline(previous_deadline)
     for oracle in ORACLES:
         if oracle.name in report.ran:
             report.skipped.pop(oracle.name, None)

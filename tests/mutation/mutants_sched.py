@@ -56,4 +56,15 @@ MUTANTS = [
         ],
         "why": "a timer that wakes no blocked thread would hide a deadlock behind autojumps",
     },
+    {
+        "name": "busy-wait-runs-without-a-time-slice",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "            if self._slice >= TIME_SLICE:",
+        "new": "            if False:",
+        "tests": [
+            "tests/unit/test_watchdog.py::"
+            "test_a_traced_busy_wait_yields_after_a_time_slice_and_ends",
+        ],
+        "why": "a traced loop polling a flag another thread sets would be a false livelock",
+    },
 ]

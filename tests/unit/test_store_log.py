@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import property_stores as stores
+import pytest
 
 from kubesim.report.data import failure_data
 from kubesim.scenario.store_log import KEEP, captured
@@ -45,6 +46,18 @@ def test_prints_and_records_are_held_line_by_line_and_everything_is_put_back() -
     assert "ValueError: boom" in log.lines
     assert log.lines[-1] == "unfinished"  # a last line with no newline is kept at the end
     assert log.total == len(log.lines)
+
+
+def test_a_tracebacks_paths_read_the_same_on_every_machine() -> None:
+    yaml = pytest.importorskip("yaml")
+    with captured() as log:
+        try:
+            yaml.safe_load("[unclosed")
+        except yaml.YAMLError:
+            logging.getLogger("store").exception("bad manifest")
+    frames = [line for line in log.lines if line.lstrip().startswith('File "')]
+    assert any(line.lstrip().startswith('File "yaml/') for line in frames), frames
+    assert not any(f"{os.sep}site-packages{os.sep}" in line for line in log.lines)
 
 
 def test_a_long_output_keeps_its_end_and_counts_all_of_it() -> None:
