@@ -42,6 +42,8 @@ FAILURE_REASONS: dict[int, str] = {
 }
 # The verbs a request can be failed on: the REST verbs of a resource.
 FAILABLE_VERBS = STANDARD_VERBS
+# Those that change what the server stores.
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
 @dataclass
@@ -60,6 +62,7 @@ class RequestFailures:
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
         self.injected = 0
+        self.injected_writes = 0  # of those, on a write (WRITE_VERBS)
         # The verbs of the requests asked of the server so far, each once, in the order first
         # asked: what a fault can draw among (a poller's get, a controller's patch).
         self.sent: dict[str, None] = {}
@@ -111,6 +114,8 @@ class RequestFailures:
                     if rule.remaining == 0:
                         self._rules.remove(rule)
                 self.injected += 1
+                if verb in WRITE_VERBS:
+                    self.injected_writes += 1
                 return failure_status(
                     rule.code, verb, resource, namespace, retry_after=rule.retry_after
                 )

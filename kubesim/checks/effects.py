@@ -44,7 +44,8 @@ class Expected:
 def check_effects_once(recording: Recording) -> Violation | None:
     """Each key once per store instance: a store started again after a crash or a stop is a
     new process, whose in-memory record of what it did is gone (kopf runs resume handlers
-    again in a new process by design); once per process is what a store can promise."""
+    again in a new process by design); once per process is what a store can promise. A
+    repeat after a refused write is not counted (:func:`_after_a_refused_write`)."""
     instances = recording.effect_instances
     if len(instances) != len(recording.effects):
         instances = [0] * len(recording.effects)
@@ -55,7 +56,11 @@ def check_effects_once(recording: Recording) -> Violation | None:
             "effects-once",
             f"effects() must return hashable keys, e.g. (uid, resourceVersion): {exc}",
         )
-    repeated = [(key, n) for (_, key), n in counts.items() if n > 1]
+    repeated = [
+        (key, n)
+        for (instance, key), n in counts.items()
+        if n > 1 and not _after_a_refused_write(recording, instance, key)
+    ]
     if not repeated:
         return None
     repeated.sort(key=lambda item: (-item[1], repr(item[0])))
@@ -66,6 +71,31 @@ def check_effects_once(recording: Recording) -> Violation | None:
         f"{len(recording.effects)} in all)",
         tuple(f"{key!r} performed {n} times{_cause(recording, key)}" for key, n in repeated[:5]),
     )
+
+
+def _after_a_refused_write(recording: Recording, instance: int, key: Any) -> bool:
+    """Whether a write was refused (an injected error) between the first time this instance
+    performed ``key`` and its repeat. A store records what it did on the object itself (kopf's
+    progress annotations, a status condition): when that write fails, the next delivery finds
+    no record and does the work again. No store can do an outside effect and record it
+    atomically; at least once, when a write fails, is what a correct one does."""
+    rounds = recording.effect_rounds
+    if len(rounds) != len(recording.effects):
+        return False
+    instances = recording.effect_instances or [0] * len(rounds)
+    at = [
+        rounds[i]
+        for i, performed in enumerate(recording.effects)
+        if performed == key and instances[i] == instance
+    ]
+    if len(at) < 2:
+        return False
+    first, again = at[0], at[1]
+    by_index = {r.index: r for r in recording.rounds}
+    before, now = by_index.get(first - 1), by_index.get(again)
+    if before is None or now is None:
+        return False
+    return now.refused_writes > before.refused_writes
 
 
 def _cause(recording: Recording, key: Any) -> str:

@@ -508,6 +508,11 @@ class SnapshotRead:
     # (re)started, for reads judged per namespace: an empty part of a namespace not shown yet is
     # a reflector not synced yet, not torn (None: judge by ``listed``).
     listed_namespaces: frozenset[str | None] | None = None
+    # False while the store instance has not yet held the server's whole state (its view at a
+    # quiescent point) since it (re)started: a cache filled one object at a time from its first
+    # list (an informer's indexer before HasSynced, a kopf index before it is pre-populated)
+    # may hand out part of a state then, never a mix of states: judged as a part of one.
+    synced: bool = True
 
 
 def check_snapshot_reads(
@@ -548,7 +553,8 @@ def check_snapshot_reads(
             wanted[identity] = wanted.get(identity, 0) + 1
         if not wanted and not read.listed:
             continue  # nothing yet, before the first list: not synced, not torn
-        best = _best_state(wanted, start_rv, start, transitions, read, subset=subset)
+        part = subset or not read.synced
+        best = _best_state(wanted, start_rv, start, transitions, read, subset=part)
         if best is None:
             continue
         if best[0] < 0:

@@ -46,6 +46,7 @@ class Round:
     containers: Mapping[str, Any] | None = None
     lists: int = 0  # lists the server answered in full so far (a store's relists among them)
     refused: int = 0  # requests answered with an injected error so far (fail_requests, outages)
+    refused_writes: int = 0  # of those, writes (create, update, patch, delete)
     # False while a store (re)started since the last round has shown nothing of a world that is
     # not empty: its empty view is a store still syncing, not one that let objects go.
     synced: bool = True

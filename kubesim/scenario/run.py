@@ -47,6 +47,7 @@ from kubesim.checks.recording import (
     object_key,
     observe,
 )
+from kubesim.checks.state import compare
 from kubesim.scenario.steps import LABEL_KEYS, Key, Step
 from kubesim.sched.strategies import Preemptions
 from kubesim.sim.store import FactoryFailed
@@ -215,6 +216,8 @@ class ScenarioRun:
         self._names = itertools.count()
         self._instances = 0  # stores started so far (the first, then one per crash or stop)
         self._handed_out = False
+        # This instance's view has held the server's whole state at a quiescent point.
+        self._instance_synced = False
         self._values = itertools.count(1)
         self._readers = itertools.count(1)
         self.lines: list[str] = []
@@ -462,6 +465,7 @@ class ScenarioRun:
     def _start_store(self) -> None:
         self._instances += 1  # a new process: its effects are its own (effects-once)
         self._handed_out = False  # nothing handed out yet by this instance
+        self._instance_synced = False
         # The first start is the user's setup; every later one is a restart (see _launch).
         instance = self._instance = _Instance(restarts=self._instances > 1)
         self._store_started_rv = self.server.resource_version
@@ -560,6 +564,8 @@ class ScenarioRun:
                         # before this read is synced (a list its server answered may not be
                         # applied yet when the reader runs: that is not synced either).
                         listed_namespaces=shown_before,
+                        # A store with no view cannot say: its reads are judged whole.
+                        synced=self._instance_synced or "view" not in recording.hooks,
                     )
                 )
                 # Content is compared only for objects the store still holds: a private copy is
@@ -662,6 +668,8 @@ class ScenarioRun:
         sizes = dict(self._call("sizes")) if "sizes" in hooks and up else {}
         server = self.watched_objects()
         self._instance_shown = self._instance_shown or bool(view)
+        if view is not None and not self._instance_synced and not compare(view, server):
+            self._instance_synced = True
         if "read" in hooks and store is not None and self.recording.partial_reads is None:
             self._calibrate_reads(server)
         retained = None
@@ -681,6 +689,7 @@ class ScenarioRun:
             requests=self.server.request_count,
             lists=self.server.lists_completed,
             refused=self.server.request_failures.injected,
+            refused_writes=self.server.request_failures.injected_writes,
             server=server,
             view=view,
             sizes=sizes,
@@ -883,7 +892,6 @@ class ScenarioRun:
             or server.silent_watches
         ):
             return
-        from kubesim.checks.state import compare
 
         if not self._shown_every_change():
             return  # still catching up after a cut: a lag, not history
@@ -1042,7 +1050,6 @@ class ScenarioRun:
 
     def _synced(self, instance: _Instance) -> bool:
         """A fresh store holds what the server has, as far as its view tells (no view: yes)."""
-        from kubesim.checks.state import compare
 
         if "view" not in self.recording.hooks or instance.store is None:
             return instance.store is not None

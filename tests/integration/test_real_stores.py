@@ -265,7 +265,13 @@ def test_kopf_operator_outlasts_a_lagging_watch_cache_by_retrying(kopf_index: An
 def test_kopf_index_passes_every_fault_without_deletes(kopf_index: Any) -> None:
     # Everything but the two findings' triggers (a delete the operator's watch does not see; a
     # watch cache lagging for a minute): expiries, drops, 410s, compaction, HTTP errors, label
-    # and status storms, IP reuse, slow consumers, crash-restarts, readers.
+    # and status storms, IP reuse, slow consumers, crash-restarts, readers. Judged by every
+    # oracle but snapshot-reads: kopf handles each object's events in a worker of its own, so
+    # its index is up to date object by object, never promised to be one resourceVersion of
+    # the whole (a read while several pods change may hold one pod's new version and another's
+    # old one). Readers still run, for the other oracles to judge.
+    from kubesim.checks.store import ORACLES
+
     report = check_store(
         kopf_index,
         spec=KOPF_SPEC,
@@ -287,6 +293,7 @@ def test_kopf_index_passes_every_fault_without_deletes(kopf_index: Any) -> None:
             "crash",
         ],
         database=":memory:",
+        oracles=[oracle.name for oracle in ORACLES if oracle.name != "snapshot-reads"],
     )
     assert report.ok, str(report.found)
-    assert {"converge", "monotone", "snapshot-reads", "isolation", "clean-stop"} <= report.ran
+    assert {"converge", "monotone", "isolation", "clean-stop"} <= report.ran

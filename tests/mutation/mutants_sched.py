@@ -15,8 +15,11 @@ MUTANTS = [
     {
         "name": "spinning-thread-left-burning",
         "path": "kubesim/sched/scheduler.py",
-        "old": "                _stop_spinning(holder)\n",
-        "new": "",
+        "old": (
+            "                self._fail(self._spinning(holder))\n"
+            "                _stop_spinning(holder)\n"
+        ),
+        "new": "                self._fail(self._spinning(holder))\n",
         "tests": [
             "tests/unit/test_watchdog.py::"
             "test_a_busy_wait_on_another_thread_is_reported_as_a_spin_and_stopped",

@@ -11,6 +11,7 @@ the same example again (the same trace); the fixed factory passes 200 examples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -85,14 +86,29 @@ FAMILIES = {
 def test_the_buggy_model_is_found_shrunk_and_replayed(name: str) -> None:
     family = FAMILIES[name]
     spec = family.spec(family.buggy)
-    report = check_store(load_factory(spec), spec=spec, examples=200, seed=0, database=":memory:")
-    assert report.found is not None, f"{spec}: no violation in {report.examples} examples"
-    found = report.found
+    found = _found_by_two_seeds_of_three(spec)
     assert set(family.expected) & set(found.properties), str(found)
     assert len(found.result.steps) <= 10, str(found)
     again = parse_token(found.replay.token()).run()
     assert again.trace_hash == found.result.trace_hash
     assert again.lines == found.result.lines
+
+
+def _found_by_two_seeds_of_three(spec: str) -> Any:
+    """The defaults find the bug within 200 examples on seed 0, or else on both seeds 1 and 2.
+    Which examples a seed draws changes whenever the draw does (a new step field, a new kind):
+    a family is found when the defaults find it, not when one seed happens to."""
+    factory = load_factory(spec)
+    report = check_store(factory, spec=spec, examples=200, seed=0, database=":memory:")
+    if report.found is not None:
+        return report.found
+    others = [
+        check_store(factory, spec=spec, examples=200, seed=seed, database=":memory:")
+        for seed in (1, 2)
+    ]
+    missed = [seed for seed, other in zip((1, 2), others, strict=True) if other.found is None]
+    assert not missed, f"{spec}: no violation in 200 examples on seed 0 nor on seed(s) {missed}"
+    return others[0].found
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))

@@ -525,3 +525,24 @@ def test_two_objects_of_one_hand_out_sharing_a_map_are_still_one_readers_own() -
     labels["team"] = "y"
     [violation] = monitor.verify()
     assert "handed to '{metrics}' while shared (still held by the store)" in violation.message
+
+
+def test_a_read_before_the_store_first_held_the_whole_state_may_be_a_part_of_one() -> None:
+    # A cache filled one object at a time from its first list (an informer's indexer before
+    # HasSynced, a kopf index before it is pre-populated) hands out part of a state then;
+    # never a mix of two states.
+    server = APIServer(seed=1)
+    versions = ServerVersions(server)
+    a = server.create("pods", make_pod("a", "default"))
+    b = server.create("pods", make_pod("b", "default"))
+    a2 = server.patch("pods", "a", {"metadata": {"labels": {"v": "2"}}}, namespace="default")
+    b2 = server.patch("pods", "b", {"metadata": {"labels": {"v": "2"}}}, namespace="default")
+    filling = SnapshotRead("r", [a2], synced=False)
+    assert check_snapshot_reads([filling], versions) == []
+    # Once synced, the same read lacks "b": a state the server never had.
+    [torn] = check_snapshot_reads([SnapshotRead("r", [a2])], versions)
+    assert torn.kind == "snapshot-read"
+    # Before the sync too, a mix of versions is no part of any one state.
+    mixed = SnapshotRead("r", [a, b2], synced=False)
+    assert [v.kind for v in check_snapshot_reads([mixed], versions)] == ["snapshot-read"]
+    assert check_snapshot_reads([SnapshotRead("r", [a, b], synced=False)], versions) == []

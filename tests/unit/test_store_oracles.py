@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 from kubesim.checks.bounded import check_bounded
 from kubesim.checks.effects import check_effects_once
@@ -269,3 +270,25 @@ def test_judge_skips_oracles_visibly_when_hooks_are_missing() -> None:
     assert skipped["snapshot-reads"] == "needs the store's read() hook"
     assert "failure" in verdict.ran
     assert verdict.ok
+
+
+def test_effects_once_excuses_a_repeat_after_a_refused_write_and_only_then() -> None:
+    # A store that records what it did on the object (kopf's progress annotation) does it again
+    # when that write is refused: at least once, as no store can do an outside effect and
+    # record it atomically. A repeat with no refused write in between is still counted.
+    def recording(refused_writes: list[int]) -> Recording:
+        done = Recording(hooks=frozenset({"effects"}))
+        done.effects = [("a", "5"), ("a", "5")]
+        done.effect_rounds = [1, 3]
+        done.effect_instances = [1, 1]
+        for index, refused in enumerate(refused_writes):
+            done.rounds.append(replace(round_(index, server={}), refused_writes=refused))
+        return done
+
+    assert check_effects_once(recording([0, 0, 1, 1])) is None  # refused in round 2
+    assert check_effects_once(recording([0, 1, 1, 1])) is None  # in the round of the first
+    found = check_effects_once(recording([0, 0, 0, 0]))
+    assert found is not None
+    assert "('a', '5') performed 2 times" in str(found)
+    found = check_effects_once(recording([1, 1, 1, 1]))  # refused before the first: no excuse
+    assert found is not None
