@@ -360,15 +360,16 @@ def _report_json(report: Any, elapsed: float, failure: Any) -> dict[str, Any]:
 
 def _replay(token: str, *, as_json: bool, report_path: str | None = None) -> int:
     from kubesim.checks.store import judge
-    from kubesim.scenario.run import run_scenario
     from kubesim.scenario.store_log import captured
     from kubesim.testing.check import Found
     from kubesim.testing.replay import InvalidReplayToken, parse_token, python_version
 
     try:
         replay = parse_token(token)
-        factory = load_factory(replay.factory)
-        traced = [_import(name) for name in replay.traced]
+        # Loaded here for their usage errors; Replay.run finds them loaded.
+        load_factory(replay.factory)
+        for name in replay.traced:
+            _import(name)
         if report_path is not None:
             _check_report_path(report_path)
     except (InvalidReplayToken, argparse.ArgumentTypeError) as exc:
@@ -381,16 +382,7 @@ def _replay(token: str, *, as_json: bool, report_path: str | None = None) -> int
             file=sys.stderr,
         )
     with captured() as log:
-        result = run_scenario(
-            factory,
-            replay.steps,
-            seed=replay.seed,
-            setup=replay.setup,
-            schedule=replay.schedule,
-            traced=traced,
-            spec=replay.factory,
-            timeline=as_json or report_path is not None,
-        )
+        result = replay.run(timeline=as_json or report_path is not None)
     verdict = judge(result.recording, only=replay.oracles)
     found = Found(verdict, result, replay, log)
     if report_path is not None:
