@@ -15,13 +15,14 @@ _FILE_LINE = re.compile(r'^(\s*File ")([^"]+)(")', re.MULTILINE)
 
 
 def display_path(path: str) -> str:
-    """A path as a reader finds it: relative to the working directory, or from the package
-    folder for installed code (``kubespawner/reflector.py``)."""
-    cwd = os.getcwd() + os.sep
-    if path.startswith(cwd):
-        return path[len(cwd) :]
+    """A path as a reader finds it: from the package folder for installed code
+    (``kubespawner/reflector.py``, wherever the environment is, even one inside the working
+    directory as CI's often is), else relative to the working directory."""
     marker = f"{os.sep}site-packages{os.sep}"
-    return path.split(marker, 1)[1] if marker in path else path
+    if marker in path:
+        return path.split(marker, 1)[1]
+    cwd = os.getcwd() + os.sep
+    return path[len(cwd) :] if path.startswith(cwd) else path
 
 
 def readable_traceback(text: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 import property_stores as stores
 import pytest
 
+from kubesim._core.paths import display_path
 from kubesim.report.data import failure_data
 from kubesim.scenario.store_log import KEEP, captured
 from kubesim.testing.check import LOG_LINES_SHOWN, check_store
@@ -143,3 +144,13 @@ def test_the_failing_examples_output_is_in_the_report_and_not_on_the_terminal(
     html = page.read_text(encoding="utf-8")
     assert f"What the store printed and logged ({log.total:,} lines)" in html
     assert "WARNING chatty: listing pods" in html
+
+
+def test_installed_code_is_shown_from_its_package_folder_wherever_the_environment_is() -> None:
+    # CI's virtual environment is often inside the checkout: its site-packages still wins.
+    inside = os.path.join(os.getcwd(), ".venv-ci", "lib", "python3.11", "site-packages")
+    assert display_path(os.path.join(inside, "kubespawner", "reflector.py")) == os.path.join(
+        "kubespawner", "reflector.py"
+    )
+    assert display_path(os.path.join(os.getcwd(), "mystore.py")) == "mystore.py"
+    assert display_path("/elsewhere/mystore.py") == "/elsewhere/mystore.py"
