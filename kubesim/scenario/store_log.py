@@ -29,7 +29,7 @@ from kubesim._core.paths import readable_traceback
 
 # Lines kept per run: the end of a long log is the part about the failure.
 KEEP = 200
-# The record format when nothing else is configured: the level, the logger, the message.
+# The format of a record held: the level, the logger, the message.
 FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
@@ -57,6 +57,11 @@ class _Lines(io.TextIOBase):
         super().__init__()
         self._log = log
         self._partial = ""
+
+    # What code that prints asks of sys.stdout (click, rich, logging's StreamHandler).
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
 
     def writable(self) -> bool:
         return True

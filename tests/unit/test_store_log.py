@@ -26,6 +26,8 @@ def test_prints_and_records_are_held_line_by_line_and_everything_is_put_back() -
     root = logging.getLogger()
     before = (sys.stdout, sys.stderr, root.handlers[:])
     with captured() as log:
+        # What code that prints asks of the stream first.
+        encoding, tty = sys.stdout.encoding, sys.stdout.isatty()
         print("one")
         print("two, then", end=" ")
         sys.stderr.write("the rest of it\n\n")
@@ -37,6 +39,7 @@ def test_prints_and_records_are_held_line_by_line_and_everything_is_put_back() -
             logging.getLogger("store").exception("handler failed")
         print("unfinished", end="")
     assert (sys.stdout, sys.stderr, root.handlers) == before
+    assert (encoding, tty) == ("utf-8", False)
     assert list(log.lines)[:5] == [
         "one",
         "two, then the rest of it",
