@@ -1,7 +1,7 @@
 """Paths in what kubesim shows a person: the same on every machine.
 
 A report, a docs page and a CI log show tracebacks of the store's code and of the libraries it
-uses. Their absolute paths name the machine (``/home/ci/.venv/lib/python3.11/site-packages/...``);
+uses. Their absolute paths name the machine (a home folder, a virtual environment's site-packages);
 shown relative to the working directory, or from the package folder for installed code, they
 read the same everywhere and still lead to the file.
 """
