@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 from kubesim.apiserver.go_values import go_type, go_value, json_kind
 
 __all__ = [
@@ -106,11 +108,25 @@ def _merge_patch_body(target: Any, body: Any) -> Any:
 
 
 def _clone(value: Any) -> Any:
-    """A deep copy of a JSON value (several times faster than copy.deepcopy)."""
+    """A deep copy of a JSON value.
+
+    An orjson round trip: about ten times faster than walking the value in Python, which was
+    half the cost of a patch on a pod. A value orjson refuses (an int beyond 64 bits, a
+    non-string key, from Python callers) is walked instead.
+    """
+    if isinstance(value, (dict, list)):
+        try:
+            return orjson.loads(orjson.dumps(value))
+        except TypeError:
+            return _walked_clone(value)
+    return value
+
+
+def _walked_clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _clone(item) for key, item in value.items()}
+        return {key: _walked_clone(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_clone(item) for item in value]
+        return [_walked_clone(item) for item in value]
     return value
 
 

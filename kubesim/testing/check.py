@@ -31,6 +31,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 import kubesim
+from kubesim._core.heap import frozen_heap
 from kubesim.checks.store import NO_READ, ORACLES, Verdict, checked_oracles, judge
 from kubesim.scenario.run import (
     ScenarioResult,
@@ -384,7 +385,8 @@ def check_store(
     # is given up too: --max-time always ends the campaign.
     previous_deadline = set_wall_deadline(deadline)
     try:
-        test()
+        with frozen_heap():
+            test()
     except _UsageError as usage:
         raise usage.problem from None
     except _OutOfTime:
