@@ -33,7 +33,7 @@ import contextlib
 import http
 import time
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kubesim._core.untraced import untraced
@@ -237,6 +237,31 @@ class FakeHTTPResponse:
         return False
 
 
+def retried(
+    send: Callable[[], FakeHTTPResponse], method: str, url: str, retries: Any
+) -> FakeHTTPResponse:
+    """``send()`` as ``urllib3.HTTPConnectionPool.urlopen`` sends a request: answers its
+    ``Retry`` (``retries``: a ``Retry``, an int, False, or None for urllib3's default) says to
+    ask again are asked again, after its sleep (``time.sleep``: virtual in a run)."""
+    import urllib3
+
+    policy = urllib3.util.Retry.from_int(retries)
+    while True:
+        response = send()
+        has_retry_after = bool(response.headers.get("Retry-After"))
+        if not policy.is_retry(method.upper(), response.status, has_retry_after):
+            return response
+        try:
+            policy = policy.increment(method.upper(), url, response=response)  # type: ignore[arg-type]
+        except urllib3.exceptions.MaxRetryError:
+            if policy.raise_on_status:
+                response.drain_conn()
+                raise
+            return response
+        response.drain_conn()
+        policy.sleep(response)  # type: ignore[arg-type]
+
+
 class PoolManager:
     """Stands in for ``urllib3.PoolManager`` inside ``kubernetes.client.rest.RESTClientObject``.
 
@@ -277,25 +302,13 @@ class PoolManager:
         headers: Mapping[str, str] | None,
         timeout: Any,
     ) -> FakeHTTPResponse:
-        """One request as ``urllib3.HTTPConnectionPool.urlopen`` makes it: answers its
-        ``Retry`` says to ask again are asked again, after its sleep."""
-        import urllib3
-
-        retries = urllib3.util.Retry.from_int(self.retries)
-        while True:
-            response = self._request(method, url, fields, body, headers, timeout)
-            has_retry_after = bool(response.headers.get("Retry-After"))
-            if not retries.is_retry(method.upper(), response.status, has_retry_after):
-                return response
-            try:
-                retries = retries.increment(method.upper(), url, response=response)  # type: ignore[arg-type]
-            except urllib3.exceptions.MaxRetryError:
-                if retries.raise_on_status:
-                    response.drain_conn()
-                    raise
-                return response
-            response.drain_conn()
-            retries.sleep(response)  # type: ignore[arg-type]  # time.sleep: virtual in a run
+        """One request as ``urllib3.HTTPConnectionPool.urlopen`` makes it."""
+        return retried(
+            lambda: self._request(method, url, fields, body, headers, timeout),
+            method,
+            url,
+            self.retries,
+        )
 
     def _request(
         self,

@@ -17,6 +17,8 @@ raises over a socket: a cut is ``urllib3.exceptions.ProtocolError("Response ende
 prematurely")`` from ``read_chunked()``/``stream()``, a read timeout (``timeout=`` a number, a
 ``(connect, read)`` pair or a ``urllib3.Timeout``) ``urllib3.exceptions.ReadTimeoutError``, in
 the server's time; ``response.connection.sock.shutdown()`` cuts the body, as on a socket.
+Answers urllib3's ``Retry`` asks again (a 429 or 503 with ``Retry-After``: three more tries by
+default) are asked again, as the connection pool does over a socket.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of
+from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of, retried
 from kubesim.transport.routing import (
     body_bytes,
     current_server,
@@ -91,7 +93,11 @@ def patch_urllib3() -> Iterator[None]:
 
     def urlopen(self: Any, method: str, url: str, redirect: bool = True, **kw: Any) -> Any:
         if is_kubesim_host(urllib.parse.urlsplit(url).hostname):
-            return serve(method, url, **kw)
+            # The Retry the connection pool would use: the call's, else the manager's.
+            retries = kw.pop("retries", None)
+            if retries is None:
+                retries = self.connection_pool_kw.get("retries")
+            return retried(lambda: serve(method, url, **kw), method, url, retries)
         return original(self, method, url, redirect=redirect, **kw)
 
     manager.urlopen = urlopen  # type: ignore[method-assign]

@@ -6,7 +6,10 @@ behind that library's own seam) and over a real socket to :class:`kubesim.HTTPTr
 must see the same statuses, content types and bytes for a list, a create and three ``Status``
 errors (404 NotFound, 400 bad selector, 410 Expired), the same lines from a watch that ends
 cleanly on ``server.expire_watches()`` and from one cut by ``server.drop_watches()``, and the
-same exception classes for the cut and for a read timeout that passes with nothing to read.
+same exception classes for the cut and for a read timeout that passes with nothing to read;
+and for 1, 3 and 4 errors in a row (429 and 503 with ``Retry-After``, 500), the same status after
+the same number of requests and the same sleeps: urllib3's own ``Retry`` asks again, requests,
+httpx and aiohttp do not.
 
 Libraries, each at its seam: the official client's (a urllib3 ``PoolManager``), plain urllib3
 (``PoolManager.urlopen``: Patroni's Kubernetes DCS), kubernetes_asyncio's (an aiohttp session),
@@ -566,6 +569,49 @@ def test_a_read_timeout_raises_the_librarys_timeout_error(
     if library.startswith("httpx") or library == "aiohttp":  # urllib3's names its pool
         assert str(watched.error) == str(theirs.error)
     assert watched.lines == theirs.lines == []
+
+
+# -- errors in a row: what a library's own retries absorb -------------------------------------
+def _in_a_row(driver: Driver, server: APIServer, code: int) -> list[tuple[int, int, int]]:
+    """For 1, 3 and 4 errors in a row: the status a GET saw, and how many requests it took."""
+    seen: list[tuple[int, int, int]] = []
+    for errors in (1, 3, 4):
+        before = server.request_count
+        server.fail_requests(errors, code=code, verbs=("list",), retry_after=1)
+        seen.append((errors, driver.get(PODS).status, server.request_count - before))
+        server.request_failures.clear()
+    return seen
+
+
+# Libraries that ask again by themselves: urllib3's default Retry(3) repeats a GET answered
+# 413, 429 or 503 with Retry-After, after sleeping it. requests mounts Retry(0) (no retry), and
+# httpx and aiohttp have none: the first error reaches the caller.
+_RETRYING = ("kubernetes", "urllib3")
+
+
+@pytest.mark.parametrize("code", [429, 503, 500])
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_errors_in_a_row_reach_the_client_as_over_a_socket(
+    library: str, code: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip(REQUIRED.get(library, library.partition("-")[0]))
+    slept: list[float] = []
+    with contextlib.suppress(ImportError):
+        import urllib3.util.retry
+
+        # Retry-After is slept between tries: recorded, not slept, on both sides.
+        monkeypatch.setattr(urllib3.util.retry.time, "sleep", slept.append)
+    server = populated(wait_policy=AutojumpWait())
+    with patch_http_clients(server):
+        inside = _in_a_row(in_process(library, server), server, code)
+    inside_slept, slept[:] = list(slept), []
+    with served_over_socket() as (socket_server, url):
+        outside = _in_a_row(over_socket(library, url), socket_server, code)
+    assert (inside, inside_slept) == (outside, slept)
+    if library in _RETRYING and code in (429, 503):
+        assert inside == [(1, 200, 2), (3, 200, 4), (4, code, 4)]
+    else:
+        assert inside == [(1, code, 1), (3, code, 1), (4, code, 1)]
 
 
 # -- routing: which server a client built under the patch reaches -------------------------------
