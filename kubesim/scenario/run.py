@@ -1565,12 +1565,7 @@ def run_scenario(
     are recorded, not raised. ``timeline``: also record who ran when, and at which line of
     the store's code each thread stopped (``recording.stops``; for the campaign report).
     """
-    from kubesim.sched.errors import ScheduleFailure
-    from kubesim.sim.simulation import (
-        Simulation,
-        StoreBlockedOutsideSimulation,
-        StoreCrashed,
-    )
+    from kubesim.sim.simulation import Simulation
 
     setup = setup if setup is not None else Setup()
     options = _schedule_options(schedule, traced)
@@ -1605,13 +1600,7 @@ def run_scenario(
         run.compare_with_fresh()
         run.collect_expectations()
         run.stop_store()
-    except (
-        StoreCrashed,
-        StoreBlockedOutsideSimulation,
-        StoreStoppedWatching,
-        StoreNeverRestarted,
-        ScheduleFailure,
-    ) as failure:
+    except run_failures() as failure:
         # The store's own failure is a finding: recorded for the oracles, not raised. Anything
         # else (a bug in kubesim, a bad step) propagates as a harness error.
         recording.failure = failure
@@ -1621,6 +1610,22 @@ def run_scenario(
         recording.trace_hash = sim.trace.hexdigest()
         recording.read_scopes = run.read_scopes()
     return ScenarioResult(list(steps), run.lines, recording, seed, tuple(schedule))
+
+
+def run_failures() -> tuple[type[BaseException], ...]:
+    """The ways a run ends with the store at fault: each is recorded as the example's failure
+    and judged (:func:`kubesim.checks.store.judge`), never raised to the user. Contract:
+    tests/unit/test_every_run_failure.py drives each of them through a run to its verdict."""
+    from kubesim.sched.errors import ScheduleFailure
+    from kubesim.sim.simulation import StoreBlockedOutsideSimulation, StoreCrashed
+
+    return (
+        StoreCrashed,
+        StoreBlockedOutsideSimulation,
+        StoreStoppedWatching,
+        StoreNeverRestarted,
+        ScheduleFailure,
+    )
 
 
 def _scope_of(watcher: Any) -> tuple[str | None, Callable[[Any], bool]]:

@@ -326,12 +326,14 @@ class Scheduler:
     def require_current(self, what: str) -> ControlledThread:
         ct = self.current_thread()
         if ct is None:
+            # No threading.current_thread(): for a raw _thread it would build a _DummyThread,
+            # whose Event is simulated too, and recurse. Nor its ident in the first line: it
+            # differs per process, and that line is in the trace.
+            stack = "\n".join(_user_stack(sys._getframe(1)))
             error = UncontrolledThread(
-                # No threading.current_thread(): for a raw _thread it would build a _DummyThread,
-                # whose Event is simulated too, and recurse.
-                f"thread {_thread.get_ident()} is not controlled by the kubesim "
-                f"scheduler but used {what} during a controlled run; start threads from inside "
-                "the scenario (they are adopted) instead of with _thread or before the run"
+                f"a thread kubesim does not control used {what} during a controlled run; start "
+                "threads from inside the scenario (they are adopted) instead of with _thread or "
+                f"before the run\ninnermost frames of that thread:\n{stack}"
             )
             self._fail(error)
             raise error
@@ -888,9 +890,12 @@ class Scheduler:
                 lines.extend("    " + line for line in _user_stack(frame))
         return "\n".join(lines)
 
-    def _spinning(self, holder: ControlledThread) -> BaseException:
+    def _holder_stack(self, holder: ControlledThread) -> str:
         frame = sys._current_frames().get(holder.ident or -1)
-        stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:]) if frame else ""
+        return "".join(f"{line}\n" for line in _user_stack(frame)) if frame else ""
+
+    def _spinning(self, holder: ControlledThread) -> BaseException:
+        stack = self._holder_stack(holder)
         return Spinning(
             f"thread {holder.name!r} used CPU for {self.spin_after:g} s of wall time without "
             "reaching a scheduling point: a busy-wait (a loop polling a flag or an attribute "
@@ -904,8 +909,7 @@ class Scheduler:
         )
 
     def _blocked_outside(self, holder: ControlledThread, *, stuck: bool) -> BaseException:
-        frame = sys._current_frames().get(holder.ident or -1)
-        stack = "".join(traceback.format_stack(frame)[-_STACK_FRAMES:]) if frame else ""
+        stack = self._holder_stack(holder)
         if stuck:
             what = (
                 f"has not moved for {self.stuck_after:g} s of wall time (same stack, no CPU "
@@ -1152,13 +1156,21 @@ def _user_location(frame: FrameType | None) -> str:
     return ""
 
 
-def _user_stack(frame: FrameType, *, limit: int = 8) -> list[str]:
-    """The last ``limit`` frames of a thread's stack without the scheduler's own frames (its
-    parking, and the thread bootstrap around the thread's target), so it ends in user code."""
+def _user_stack(frame: FrameType, *, limit: int = _STACK_FRAMES) -> list[str]:
+    """The last ``limit`` frames of a thread's stack as a person reads them: without the
+    scheduler's own frames (its parking), without the harness around the thread's target (the
+    thread bootstrap, kubesim starting the store) unless nothing else is left, and with paths
+    that are the same on every machine."""
     summary = [f for f in traceback.extract_stack(frame) if not f.filename.startswith(_SCHED_DIR)]
-    while summary and summary[0].filename == threading.__file__:
-        summary.pop(0)
-    return "".join(traceback.format_list(summary[-limit:])).rstrip().splitlines()
+    outer = 0
+    while outer < len(summary) and summary[outer].filename.startswith(
+        (threading.__file__, _KUBESIM_DIR)
+    ):
+        outer += 1
+    if outer < len(summary):
+        summary = summary[outer:]
+    text = "".join(traceback.format_list(summary[-limit:]))
+    return readable_traceback(text).rstrip().splitlines()
 
 
 def _raised_while_unwinding(exc: BaseException) -> bool:

@@ -273,7 +273,9 @@ def test_an_uncontrolled_thread_touching_a_simulated_lock_is_a_loud_error() -> N
 
     result = Scheduler(strategy=RandomWalk(0.0), seed=0, max_steps=10_000).run(scenario)
     assert isinstance(result.failure, UncontrolledThread)
-    assert "is not controlled by the kubesim scheduler" in str(result.failure)
+    assert "a thread kubesim does not control used a lock" in str(result.failure)
+    assert 'test_scheduler.py", line' in str(result.failure)  # where that thread was
+    assert "lock.acquire()" in str(result.failure)
 
 
 def test_an_event_set_between_release_and_park_is_not_lost() -> None:
