@@ -81,7 +81,7 @@ def check_bounded(
         # resizes its table once (churn leaves it more slots, not more items) grows in one.
         growth = _median([b - a for a, b in itertools.pairwise(measured)])
         if growth > tolerance_bytes:
-            shown = " -> ".join(f"{r.retained_bytes:,}" for r in rounds)
+            shown = " -> ".join(f"{b:,}" for r in rounds if (b := r.retained_bytes) is not None)
             details.append(
                 f"retained bytes grew {growth:,.0f} per round over {over} (tolerance "
                 f"{tolerance_bytes:,.0f}) with {live} live objects: {shown}"
