@@ -1156,17 +1156,24 @@ def _user_location(frame: FrameType | None) -> str:
     return ""
 
 
+def _harness_frames(frames: Sequence[traceback.FrameSummary]) -> int:
+    """How many of the outermost ``frames`` are the harness around a thread's target: the
+    thread bootstrap, and kubesim starting the store."""
+    outer = 0
+    while outer < len(frames) and frames[outer].filename.startswith(
+        (threading.__file__, _KUBESIM_DIR)
+    ):
+        outer += 1
+    return outer
+
+
 def _user_stack(frame: FrameType, *, limit: int = _STACK_FRAMES) -> list[str]:
     """The last ``limit`` frames of a thread's stack as a person reads them: without the
     scheduler's own frames (its parking), without the harness around the thread's target (the
     thread bootstrap, kubesim starting the store) unless nothing else is left, and with paths
     that are the same on every machine."""
     summary = [f for f in traceback.extract_stack(frame) if not f.filename.startswith(_SCHED_DIR)]
-    outer = 0
-    while outer < len(summary) and summary[outer].filename.startswith(
-        (threading.__file__, _KUBESIM_DIR)
-    ):
-        outer += 1
+    outer = _harness_frames(summary)
     if outer < len(summary):
         summary = summary[outer:]
     text = "".join(traceback.format_list(summary[-limit:]))
@@ -1186,7 +1193,12 @@ def _raised_while_unwinding(exc: BaseException) -> bool:
 
 
 def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    # From the store's own code on: the frames above it are kubesim starting the thread.
+    outer = _harness_frames(report.stack)
+    if outer < len(report.stack):
+        report.stack = traceback.StackSummary.from_list(report.stack[outer:])
+    text = "".join(report.format())
     # Paths as a reader finds them, the same on every machine (a report, a docs page).
     text = readable_traceback(text)
     return ThreadCrashed(

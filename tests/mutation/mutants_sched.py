@@ -2,6 +2,17 @@
 
 MUTANTS = [
     {
+        "name": "blocked-report-shows-the-harness",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "    if outer < len(summary):\n        summary = summary[outer:]\n",
+        "new": "",
+        "tests": [
+            "tests/unit/test_every_run_failure.py::"
+            "test_the_run_returns_and_the_oracles_name_the_failure[real lock]",
+        ],
+        "why": "a blocked store's report would show kubesim's own frames around the store's",
+    },
+    {
         "name": "busy-wait-never-called-a-spin",
         "path": "kubesim/sched/scheduler.py",
         "old": "            spinning = spinning + 1 if busy and idle else 0",

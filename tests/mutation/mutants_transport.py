@@ -3,13 +3,26 @@ the HTTP transport lets in."""
 
 MUTANTS = [
     {
+        "name": "plain-urllib3-ignores-retry",
+        "path": "kubesim/transport/urllib3_pool.py",
+        "old": "return retried(lambda: serve(method, url, **kw), method, url, retries)",
+        "new": "return serve(method, url, **kw)",
+        "tests": [
+            "tests/conformance/test_transports.py::"
+            "test_errors_in_a_row_reach_the_client_as_over_a_socket[urllib3-429]",
+        ],
+        "why": "Patroni's DCS would meet 429s that urllib3 absorbs over a socket",
+    },
+    {
         "name": "inprocess-client-ignores-urllib3-retry",
         "path": "kubesim/transport/kubernetes_client.py",
-        "old": "if not retries.is_retry(method.upper(), response.status, has_retry_after):",
+        "old": "if not policy.is_retry(method.upper(), response.status, has_retry_after):",
         "new": "if True:",
         "tests": [
             "tests/integration/test_urllib3_retries.py::"
             "test_in_process_and_over_a_socket_the_client_sees_the_same_answers",
+            "tests/conformance/test_transports.py::"
+            "test_errors_in_a_row_reach_the_client_as_over_a_socket",
         ],
         "why": "a store would meet 429s that urllib3 absorbs on a cluster: verdicts on no bug",
     },

@@ -1,8 +1,9 @@
 """What an example's ending costs: the work its oracles need, not what the world holds.
 
-The memory walk runs where the bounded oracle judges retained bytes (the tail rounds), and the ending rewrites at most ``REWRITTEN_OBJECTS`` objects per round, spread over a
-larger world. Neither may cost a verdict: a leak is still found at a size where the sample is
-a small part of the world.
+The memory walk runs where the bounded oracle judges retained bytes (the tail rounds), and the
+ending rewrites at most ``REWRITTEN_OBJECTS`` objects per round, spread over a larger world.
+Neither may cost a verdict: a leak is still found at a size where the sample is a small part of
+the world.
 """
 
 from __future__ import annotations
