@@ -5,9 +5,6 @@ directory, applies the patch there, and starts ``python -m pytest -x -q -p no:ca
 <tests>`` with that directory as its working directory (``sys.path[0]`` under ``-m``) and first
 on ``PYTHONPATH``, so the copy shadows the repository's package; the repository root comes next
 (``models/``, ``tests/``). The probe plugin (probe.py) checks that the copy is what got imported.
-Where the platform can fork, the run is forked from a server that imported the client libraries
-once (zygote.py), set up as that subprocess would be; ``KUBESIM_MUTATION_FORK=0`` starts a fresh
-interpreter per run instead.
 
 Exit codes: 1 (a test failed) kills the mutant, 0 means it survived; anything else (2
 interrupted, 3 wrong package or internal error, 4 usage error, 5 no tests collected, a timeout)
@@ -19,13 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,9 +29,6 @@ from .loader import ROOT, Mutant
 from .probe import PACKAGE_ENV, REPORT_ENV
 
 PROBE = Path(__file__).with_name("probe.py")
-ZYGOTE = Path(__file__).with_name("zygote.py")
-FORK_ENV = "KUBESIM_MUTATION_FORK"
-ZYGOTE_START_TIMEOUT = 60.0
 PROBE_MODULE = "kubesim_mutation_probe"
 TIMEOUT_ENV = "KUBESIM_MUTATION_TIMEOUT"
 JOBS_ENV = "KUBESIM_MUTATION_JOBS"
@@ -111,14 +102,21 @@ def run_tests(
         command += ["-p", PROBE_MODULE, *(["-x"] if stop_at_first else [])]
         # Absolute paths: the run's working directory is the copy, not the repository.
         command += [str(ROOT / test) for test in tests]
-        zygote = _zygotes.take()
-        if zygote is not None:
-            try:
-                returncode, output = zygote.run(command[3:], work, env, timeout)
-            finally:
-                _zygotes.give_back(zygote)
-        else:
-            returncode, output = _subprocess(command, work, env, timeout)
+        try:
+            done = subprocess.run(
+                command,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            returncode: int | None = done.returncode
+            output = done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            returncode = None
+            output = _text(exc.stdout) + _text(exc.stderr)
         data = json.loads(report.read_text()) if report.exists() else {}
     root = f"{ROOT}{os.sep}"
     return Run(
@@ -129,120 +127,6 @@ def run_tests(
         output=output[-3000:],
         timeout=timeout,
     )
-
-
-def _subprocess(
-    command: list[str], work: Path, env: dict[str, str], timeout: float
-) -> tuple[int | None, str]:
-    try:
-        done = subprocess.run(
-            command,
-            cwd=work,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return None, _text(exc.stdout) + _text(exc.stderr)
-    return done.returncode, done.stdout + done.stderr
-
-
-class Zygote:
-    """One fork server (zygote.py): runs ``pytest <args>`` as a child forked from a process
-    that imported the client libraries once, as ``python -m pytest <args>`` would run them."""
-
-    def __init__(self) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, str(ZYGOTE)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self._answers: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, name="mutation-zygote", daemon=True)
-        self._reader.start()
-        ready = self._answer(ZYGOTE_START_TIMEOUT)
-        if ready != "ready":
-            self.close()
-            raise RuntimeError(f"the mutation fork server did not start: {ready!r}")
-
-    def _read(self) -> None:
-        assert self._process.stdout is not None
-        for line in self._process.stdout:
-            self._answers.put(line.strip())
-        self._answers.put("")  # it ended
-
-    def _answer(self, timeout: float | None) -> str | None:
-        try:
-            return self._answers.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def run(
-        self, args: list[str], work: Path, env: dict[str, str], timeout: float
-    ) -> tuple[int | None, str]:
-        output = work / "output.txt"
-        request = {"cwd": str(work), "env": env, "args": args, "output": str(output)}
-        assert self._process.stdin is not None
-        self._process.stdin.write(json.dumps(request) + "\n")
-        self._process.stdin.flush()
-        started = self._answer(ZYGOTE_START_TIMEOUT) or ""
-        if not started.startswith("pid "):
-            raise RuntimeError(f"the mutation fork server did not fork a run: {started!r}")
-        pid = int(started.split()[1])
-        ended = self._answer(timeout)
-        timed_out = ended is None
-        if timed_out:
-            os.kill(pid, signal.SIGKILL)
-            ended = self._answer(ZYGOTE_START_TIMEOUT) or ""
-        if not ended.startswith("exit "):
-            raise RuntimeError(f"the mutation fork server lost a run: {ended!r}")
-        text = output.read_text(errors="replace") if output.exists() else ""
-        return (None if timed_out else int(ended.split()[1])), text
-
-    def close(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()  # its loop ends: it exits
-        self._process.wait(timeout=ZYGOTE_START_TIMEOUT)
-        self._reader.join(timeout=ZYGOTE_START_TIMEOUT)
-        if self._process.stdout is not None:
-            self._process.stdout.close()
-
-
-class _Zygotes:
-    """The fork servers, one per job, started on first use; None where fork is unavailable or
-    ``KUBESIM_MUTATION_FORK=0`` asks for a fresh interpreter per run."""
-
-    def __init__(self) -> None:
-        self._idle: list[Zygote] = []
-        self._all: list[Zygote] = []
-        self._lock = threading.Lock()
-
-    def take(self) -> Zygote | None:
-        if not hasattr(os, "fork") or os.environ.get(FORK_ENV) == "0":
-            return None
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        zygote = Zygote()
-        with self._lock:
-            self._all.append(zygote)
-        return zygote
-
-    def give_back(self, zygote: Zygote) -> None:
-        with self._lock:
-            self._idle.append(zygote)
-
-    def close(self) -> None:
-        with self._lock:
-            every, self._all, self._idle = self._all, [], []
-        for zygote in every:
-            zygote.close()
-
-
-_zygotes = _Zygotes()
 
 
 def judge(mutant: Mutant, baseline: Run, run: Run) -> Verdict:
@@ -315,7 +199,6 @@ class MutationCheck:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        _zygotes.close()
 
 
 def default_jobs() -> int:

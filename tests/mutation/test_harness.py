@@ -14,13 +14,10 @@ from .loader import ROOT, Mutant, load_mutants
 from .probe import PACKAGE_ENV, REPORT_ENV, WRONG_PACKAGE
 from .runner import (
     BROKEN,
-    FORK_ENV,
     KILLED,
     PROBE,
     SURVIVED,
-    ZYGOTE,
     Run,
-    Zygote,
     default_jobs,
     default_timeout,
     judge,
@@ -204,45 +201,6 @@ def test_the_tests_import_the_copy_of_kubesim_not_the_repository() -> None:
     assert Path(done.imported).name == "kubesim"
     assert Path(done.imported).resolve() != (ROOT / "kubesim").resolve()
     assert done.passed("tests/unit/test_core.py::test_the_same_seed_gives_the_same_draws")
-
-
-def test_a_fresh_interpreter_per_run_imports_the_copy_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FORK_ENV, "0")
-    done = run_tests(
-        ["tests/unit/test_core.py::test_the_same_seed_gives_the_same_draws"],
-        mutant=None,
-        stop_at_first=True,
-    )
-    assert done.returncode == 0, done.output
-    assert done.imported is not None
-    assert Path(done.imported).resolve() != (ROOT / "kubesim").resolve()
-
-
-def test_the_fork_server_imports_no_kubesim_and_exits_with_its_input() -> None:
-    done = subprocess.run(
-        [sys.executable, str(ZYGOTE)], input="", capture_output=True, text=True, timeout=120
-    )
-    assert (done.returncode, done.stdout) == (0, "ready\n"), done.stderr
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the fork server needs os.fork")
-def test_a_forked_run_past_its_timeout_is_killed_and_the_server_runs_the_next(
-    tmp_path: Path,
-) -> None:
-    (tmp_path / "test_slow.py").write_text(
-        "import time\n\ndef test_slow():\n    time.sleep(60)\n\ndef test_quick():\n    pass\n"
-    )
-    env = dict(os.environ)
-    zygote = Zygote()
-    try:
-        args = ["-q", "-p", "no:cacheprovider", "-o", "timeout=0", str(tmp_path / "test_slow.py")]
-        returncode, _ = zygote.run([*args[:-1], f"{args[-1]}::test_slow"], tmp_path, env, 2.0)
-        assert returncode is None  # timed out, killed
-        returncode, output = zygote.run([*args[:-1], f"{args[-1]}::test_quick"], tmp_path, env, 60)
-        assert returncode == 0, output
-        assert "1 passed" in output
-    finally:
-        zygote.close()
 
 
 def test_the_probe_stops_a_run_that_imported_the_wrong_kubesim(tmp_path: Path) -> None:
