@@ -566,6 +566,14 @@ class APIServer(FaultInjection):
             )
             return WatchStream(self, watcher)
 
+    def follow_log(self, namespace: str, name: str, container: str) -> WatchStream:
+        """Stream the log of ``container`` of a pod whose container runs now (a followed
+        ``pods/log``, see kubesim.apiserver.log_follow): the watch faults reach it too."""
+        pods = self.resource("pods")
+        with self.lock:
+            follower = self.serving_cache().follow_log(pods, (namespace, name), container)
+            return WatchStream(self, follower)
+
     # -- time -----------------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
         with self.lock:

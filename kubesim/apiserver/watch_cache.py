@@ -13,6 +13,8 @@ Contract:
   stopped at while storage moves on, and the events held since), the half-open watches of
   :meth:`WatchCache.silence_watches`, the watch buffer, the periodic bookmarks, and the faults
   that end watches (:meth:`~WatchCache.expire_watches`, :meth:`~WatchCache.drop_watches`).
+  Followed logs (:meth:`WatchCache.follow_log`) are among the watchers those faults end, cut
+  and silence; they are told of every write, stall or not, and are no watch to anything else.
 - Its caller is :class:`~kubesim.apiserver.server.APIServer`, which keeps the request path: it
   checks and parses a watch request, asks :meth:`WatchCache.watch` for the watcher and wraps it
   in the :class:`~kubesim.apiserver.watch.WatchStream` a transport reads; it hands every committed
@@ -44,9 +46,10 @@ from kubesim._core import ChoiceSource, Trace, VirtualClock, uniform
 from kubesim.apiserver import status as st
 from kubesim.apiserver.encoding import dumps
 from kubesim.apiserver.faults import CacheStall
+from kubesim.apiserver.log_follow import LogFollower
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.selectors import FieldSelector, LabelSelector
-from kubesim.apiserver.storage import Event, Storage, Stored
+from kubesim.apiserver.storage import Event, Key, Storage, Stored
 from kubesim.apiserver.watch import WatchEnd, Watcher, initial_events_end_line, initial_lines
 
 # How long the watch cache waits to reach a resourceVersion before it refuses it (cacher
@@ -93,6 +96,8 @@ class WatchCache:
         # The open watchers of each resource, in the order they opened: what a write offers
         # its event to (rebuilt when a watch opens or ends, read on every write).
         self._watchers_of: dict[ResourceType, tuple[Watcher, ...]] = {}
+        # The followed logs among the watchers: told of every write, stalled cache or not.
+        self._log_followers: tuple[LogFollower, ...] = ()
         self._watch_ids = itertools.count(1)
         self._stall: CacheStall | None = None
         # Watches silence_watches() made silent, until their connection is cut.
@@ -107,14 +112,19 @@ class WatchCache:
             self.clock.call_later(self.bookmark_interval, self._bookmark_tick)
 
     def watchers(self) -> list[Watcher]:
-        """The open watchers, in the order they opened (read with the lock held)."""
-        return list(self._watchers.values())
+        """The open watches, in the order they opened (read with the lock held). Followed logs
+        are left out: what a store watches is what the oracles judge it should hold."""
+        if not self._log_followers:
+            return list(self._watchers.values())
+        return [w for w in self._watchers.values() if not isinstance(w, LogFollower)]
 
     # -- events ---------------------------------------------------------------------------
     def process_event(self, event: Event) -> None:
         """Take one committed event (cacher.go processEvent): each watcher of its resource is
         offered it, unless the cache is stalled, which holds it until it resumes. Called with
         the lock held, right after the event is stored."""
+        for follower in self._log_followers:
+            follower.offer(event)
         if self._stall is not None:
             self._stall.held.append(event)  # the watch cache has not seen it yet
         else:
@@ -233,6 +243,23 @@ class WatchCache:
                 )
         return watcher
 
+    def follow_log(self, resource: ResourceType, key: Key, container: str) -> LogFollower:
+        """Open a followed log of ``container`` of the pod at ``key``, which runs now; called
+        with the lock held. It counts as an open watch to the faults, not to ``watches_opened``
+        (a harness's measure of a store's watching)."""
+        ident = next(self._watch_ids)
+        follower = LogFollower(
+            ident=ident,
+            resource=resource,
+            key=key,
+            container=container,
+            on_close=self._forget_watcher,
+        )
+        self._watchers[ident] = follower
+        self._log_followers = (*self._log_followers, follower)
+        self.trace.record("log-follow", ident, key[0], key[1], container)
+        return follower
+
     def _expired_line(self, requested: int) -> bytes:
         status = st.failure(
             410,
@@ -249,7 +276,11 @@ class WatchCache:
         self._index_watchers(watcher.resource)
 
     def _index_watchers(self, resource: ResourceType) -> None:
-        watchers = tuple(w for w in self._watchers.values() if w.resource is resource)
+        watchers = tuple(
+            w
+            for w in self._watchers.values()
+            if w.resource is resource and not isinstance(w, LogFollower)
+        )
         if watchers:
             self._watchers_of[resource] = watchers
         else:
@@ -257,7 +288,10 @@ class WatchCache:
 
     def _forget_watcher(self, watcher: Watcher) -> None:
         self._watchers.pop(watcher.ident, None)
-        self._index_watchers(watcher.resource)
+        if isinstance(watcher, LogFollower):
+            self._log_followers = tuple(f for f in self._log_followers if f is not watcher)
+        else:
+            self._index_watchers(watcher.resource)
         self.trace.record(
             "watch-end", watcher.ident, watcher.ended.value if watcher.ended else None
         )
@@ -285,8 +319,9 @@ class WatchCache:
     # -- faults ---------------------------------------------------------------------------
     @property
     def open_watches(self) -> int:
+        """How many watches are open (followed logs are not counted)."""
         with self.lock:
-            return len(self._watchers)
+            return len(self._watchers) - len(self._log_followers)
 
     def close_watches_of(self, resource: ResourceType) -> None:
         """End ``resource``'s watches cleanly once each has delivered what was queued (the

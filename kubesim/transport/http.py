@@ -163,16 +163,16 @@ class _Handler(BaseHTTPRequestHandler):
         request = Request(self.command, path or "/", query, dict(lines), body, user, lines)
         response = handle(self.server.api, request)
         if isinstance(response.body, WatchStream):
-            self._stream(response.body, response.headers)
+            self._stream(response.body, response.content_type, response.headers)
         else:
             try:
                 self._send(response.status, response.body, response.content_type, response.headers)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away before its answer
 
-    def _stream(self, stream: WatchStream, headers: Mapping[str, str]) -> None:
+    def _stream(self, stream: WatchStream, content_type: str, headers: Mapping[str, str]) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)  # a watch's JSON, a followed log's text
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Transfer-Encoding", "chunked")
         for name, value in headers.items():  # a deprecated version's Warning

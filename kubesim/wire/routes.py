@@ -739,6 +739,11 @@ def _log(server: APIServer, request: Request, target: _Target, query: Query) -> 
         text = pods.container_log(
             pod, query.get("container"), query.flag("previous"), server.registry.kubelets
         )
+        container = pods.log_container(pod, query.get("container"))
+        if query.flag("follow") and not text and pods.container_running(pod, container):
+            # Open until the container stops; cut, silenced and ended as a watch is.
+            stream = server.follow_log(target.namespace or "", target.name, container)
+            return Response(200, stream, content_type="text/plain")
     return Response(200, text, content_type="text/plain", raw=True)
 
 

@@ -67,11 +67,15 @@ class Driver:
 
 
 class Reader:
-    """Collects a body's bytes and calls ``then`` once, after its first complete line."""
+    """Collects a body's bytes and calls ``then`` once, after its first complete line (or, for
+    a body that may send none, such as a quiet container's log, as soon as it is reading)."""
 
     def __init__(self, then: Callable[[], None]) -> None:
         self.data = b""
         self.then: Callable[[], None] | None = then
+        if isinstance(then, AtOnce):
+            self.then = None
+            then()
 
     def feed(self, chunk: bytes) -> None:
         self.data += chunk
@@ -81,6 +85,16 @@ class Reader:
 
     def done(self, error: BaseException | None) -> Watched:
         return Watched(self.data.splitlines(), error)
+
+
+class AtOnce:
+    """A ``then`` for :meth:`Driver.watch` called once the response's headers are in."""
+
+    def __init__(self, then: Callable[[], Any]) -> None:
+        self.then = then
+
+    def __call__(self) -> None:
+        self.then()
 
 
 def _headers(items: Any) -> dict[str, str]:
@@ -160,8 +174,8 @@ class RequestsDriver(Driver):
 
     def watch(self, path: str, read_timeout: float | None, then: Callable[[], None]) -> Watched:
         timeout = (HANG_GUARD, read_timeout or HANG_GUARD)
-        reader = Reader(then)
         with self.session.get(self.base + path, stream=True, timeout=timeout) as response:
+            reader = Reader(then)
             try:
                 for chunk in response.iter_content(chunk_size=None):
                     reader.feed(chunk)
@@ -191,8 +205,8 @@ class HttpxDriver(Driver):
 
     def watch(self, path: str, read_timeout: float | None, then: Callable[[], None]) -> Watched:
         timeout = self.module.Timeout(HANG_GUARD, read=read_timeout or HANG_GUARD)
-        reader = Reader(then)
         with self.client.stream("GET", path, timeout=timeout) as response:
+            reader = Reader(then)
             try:
                 for chunk in response.iter_raw():
                     reader.feed(chunk)
@@ -278,10 +292,10 @@ class AiohttpDriver(AsyncDriver):
         import aiohttp
 
         session = self.session()
-        reader = Reader(then)
         try:
             timeout = aiohttp.ClientTimeout(sock_read=read_timeout or HANG_GUARD)
             response = await session.request("GET", self.base + path, timeout=timeout)
+            reader = Reader(then)
             try:
                 while True:
                     chunk = await response.content.readany()
@@ -324,11 +338,11 @@ class AsyncHttpxDriver(AsyncDriver):
         self, path: str, read_timeout: float | None, then: Callable[[], None]
     ) -> Watched:
         timeout = self.module.Timeout(HANG_GUARD, read=read_timeout or HANG_GUARD)
-        reader = Reader(then)
         async with (
             self._client() as client,
             client.stream("GET", path, timeout=timeout) as response,
         ):
+            reader = Reader(then)
             try:
                 async for chunk in response.aiter_raw():
                     reader.feed(chunk)
@@ -569,6 +583,47 @@ def test_a_read_timeout_raises_the_librarys_timeout_error(
     if library.startswith("httpx") or library == "aiohttp":  # urllib3's names its pool
         assert str(watched.error) == str(theirs.error)
     assert watched.lines == theirs.lines == []
+
+
+# -- followed logs: open while the container runs, then ended or cut -------------------------
+def _running(**options: Any) -> APIServer:
+    from kubesim.cluster import Cluster
+    from kubesim.cluster.kubelet import CONTAINER_START_SECONDS
+
+    server = Cluster(seed=1, nodes=1, **options)
+    for name in ("ends", "cut"):
+        spec = {"containers": [{"name": "main", "image": "busybox"}]}
+        server.create("pods", {"metadata": {"name": name}, "spec": spec}, namespace="default")
+    server.advance(CONTAINER_START_SECONDS)
+    return server
+
+
+def _follow(driver: Driver, server: APIServer) -> dict[str, Watched]:
+    def stop() -> None:
+        server.delete("pods", "ends", namespace="default", grace_period_seconds=0)
+
+    return {
+        "ended": driver.watch(f"{PODS}/ends/log?follow=true", None, AtOnce(stop)),
+        "cut": driver.watch(f"{PODS}/cut/log?follow=true", None, AtOnce(server.drop_watches)),
+    }
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_followed_log_ends_with_its_container_and_is_cut_as_over_a_socket(
+    library: str,
+) -> None:
+    pytest.importorskip(REQUIRED.get(library, library.partition("-")[0]))
+    server = _running(wait_policy=AutojumpWait())
+    with patch_http_clients(server):
+        inside = _follow(in_process(library, server), server)
+    socket_server = _running()
+    with HTTPTransport(socket_server, host="127.0.0.1") as transport:
+        outside = _follow(over_socket(library, transport.url), socket_server)
+    assert inside["ended"] == outside["ended"] == Watched([], None)
+    cut, _ = _expected(library)
+    assert type(inside["cut"].error) is type(outside["cut"].error), (inside, outside)
+    assert isinstance(inside["cut"].error, cut), repr(inside["cut"].error)
+    assert inside["cut"].lines == outside["cut"].lines == []
 
 
 # -- errors in a row: what a library's own retries absorb -------------------------------------

@@ -882,8 +882,24 @@ def test_run_then_wait_for_ready_sees_the_pod_scheduled_and_started_on_a_node(
     assert header == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     # The container prints nothing: an empty log, not an error.
     assert kubectl.ok("logs", "web", "-n", namespace) == ""
-    # `delete` waits until the pod is gone: marked, stopped by its kubelet, deleted.
-    assert kubectl.ok("delete", "pod", "web", "-n", namespace) == 'pod "web" deleted\n'
+    # A followed log stays open while the container runs, and ends when its kubelet stops it.
+    following = subprocess.Popen(
+        kubectl.argv("logs", "-f", "web", "-n", namespace),
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            following.wait(timeout=1.0)  # open: the container still runs
+        # `delete` waits until the pod is gone: marked, stopped by its kubelet, deleted.
+        assert kubectl.ok("delete", "pod", "web", "-n", namespace) == 'pod "web" deleted\n'
+        out, err = following.communicate(timeout=KUBECTL_TIMEOUT)
+    finally:
+        following.kill()
+        following.wait()
+    assert (following.returncode, out, err) == (0, "", "")
     assert kubectl.ok("get", "pods", "-o", "name", "-n", namespace) == ""
     nodes = [line.split() for line in kubectl.ok("get", "nodes").splitlines()]
     assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]

@@ -404,4 +404,36 @@ MUTANTS = [
         ],
         why="a finished pod keeps counting against its namespace's quota",
     ),
+    dict(
+        name="followed-log-outlives-its-container",
+        path="kubesim/apiserver/log_follow.py",
+        old="if event.type == DELETED or not container_running(event.new.obj, self.container):",
+        new="if event.type == DELETED:",
+        tests=[
+            "tests/unit/test_log_follow.py::test_a_followed_log_ends_when_its_container_exits"
+            "_though_the_pod_stays"
+        ],
+        why="a followed log stays open after its container stopped, until the pod is gone",
+    ),
+    dict(
+        name="followed-log-counts-as-a-watch",
+        path="kubesim/apiserver/watch_cache.py",
+        old="        if not self._log_followers:\n            return list(self._watchers.values())",
+        new="        if True:\n            return list(self._watchers.values())",
+        tests=[
+            "tests/unit/test_log_follow.py::test_a_followed_log_stays_open_while_the_container"
+            "_runs_and_ends_when_it_stops"
+        ],
+        why="a store that follows a log is judged as if it watched every pod of the namespace",
+    ),
+    dict(
+        name="followed-log-held-by-a-stalled-cache",
+        path="kubesim/apiserver/watch_cache.py",
+        old="        for follower in self._log_followers:\n            follower.offer(event)\n",
+        new="",
+        tests=[
+            "tests/unit/test_log_follow.py::test_a_stalled_watch_cache_does_not_hold_a_log_open"
+        ],
+        why="a followed log never learns its container stopped (or only once the cache resumes)",
+    ),
 ]

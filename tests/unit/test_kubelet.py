@@ -518,7 +518,7 @@ def test_container_logs_are_empty_text_and_refusals_are_the_servers() -> None:
     )
     started(server)
     assert log("one/log") == (200, b"", "text/plain")
-    assert log("one/log?follow=true&container=main") == (200, b"", "text/plain")
+    # A followed log of a running container stays open (tests/unit/test_log_follow.py).
     assert refused("one/log?previous=true") == (
         400,
         'previous terminated container "main" in pod "one" not found',
