@@ -130,23 +130,12 @@ class FaultInjection:
         request fails until that many seconds of the server's time have passed, however many
         there are (``count`` is then ignored). Rules registered earlier are consumed first.
         """
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise ValueError(f"count must be an int >= 1, got count={count!r}")
+        _check_count(count, seconds)
         if code not in FAILURE_REASONS:
             raise ValueError(f"code must be one of {sorted(FAILURE_REASONS)}, got code={code!r}")
-        if isinstance(verbs, str):
-            raise TypeError(f"verbs must be a collection of verb names, got verbs={verbs!r}")
-        verb_list = list(verbs)
-        unknown = [v for v in verb_list if v not in FAILABLE_VERBS]
-        if unknown or not verb_list:
-            raise ValueError(
-                f"verbs must be a non-empty collection of {list(FAILABLE_VERBS)}, "
-                f"got verbs={verb_list!r}"
-            )
+        verb_list = _verb_list(verbs)
         if retry_after is not None and (not isinstance(retry_after, int) or retry_after < 0):
             raise ValueError(f"retry_after must be an int >= 0 or None, got {retry_after!r}")
-        if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
-            raise ValueError(f"seconds must be a number > 0 or None, got seconds={seconds!r}")
         with self.lock:
             target = self.resource(resource) if resource is not None else None
             self.request_failures.add(
@@ -165,6 +154,52 @@ class FaultInjection:
                 ",".join(sorted(verb_list)),
                 target.plural if target else None,
             )
+
+    def reset_connections(
+        self,
+        count: int = 1,
+        *,
+        verbs: Iterable[str] = ("list", "watch"),
+        resource: str | ResourceType | None = None,
+        seconds: float | None = None,
+    ) -> None:
+        """Read the next ``count`` matching requests and reset their connections, unanswered
+        (a load balancer or an API server replica dying mid-request). Nothing is served: a write
+        is not made. ``verbs``, ``resource`` and ``seconds`` as for :meth:`fail_requests`. Each
+        client library raises its own error and retries as over a socket (urllib3 asks again
+        for an idempotent verb, aiohttp once; requests, httpx and a POST do not)."""
+        _check_count(count, seconds)
+        verb_list = _verb_list(verbs)
+        with self.lock:
+            target = self.resource(resource) if resource is not None else None
+            self.request_failures.add(
+                None if seconds is not None else count,
+                code=0,
+                verbs=verb_list,
+                resource=target,
+                retry_after=None,
+                until=None if seconds is None else self.clock.now() + seconds,
+            )
+            self.trace.record(
+                "fault",
+                "reset_connections",
+                count if seconds is None else f"{seconds:g}s",
+                ",".join(sorted(verb_list)),
+                target.plural if target else None,
+            )
+
+    def refuse_connections(self, count: int = 1, *, seconds: float | None = None) -> None:
+        """Refuse the connections of the next ``count`` requests, whatever they ask (an API
+        server that is not listening: it restarts). They never reach the server: in-process
+        transports ask before they send, and raise their library's connection error (urllib3
+        tries three more times at once, as over a socket). ``seconds``: refuse every request
+        for that long instead. Over a socket one request cannot be refused; stop the server."""
+        _check_count(count, seconds)
+        with self.lock:
+            until = None if seconds is None else self.clock.now() + seconds
+            self.request_failures.refuse(None if seconds is not None else count, until=until)
+            what = count if seconds is None else f"{seconds:g}s"
+            self.trace.record("fault", "refuse_connections", what)
 
     def verbs_sent(self) -> tuple[str, ...]:
         """The REST verbs of the requests clients have asked so far (``get``, ``list``,
@@ -270,3 +305,23 @@ class FaultInjection:
     @property
     def _replica_choices(self) -> ChoiceSource:
         raise NotImplementedError
+
+
+def _check_count(count: int, seconds: float | None) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"count must be an int >= 1, got count={count!r}")
+    if seconds is not None and not (isinstance(seconds, int | float) and seconds > 0):
+        raise ValueError(f"seconds must be a number > 0 or None, got seconds={seconds!r}")
+
+
+def _verb_list(verbs: Iterable[str]) -> list[str]:
+    if isinstance(verbs, str):
+        raise TypeError(f"verbs must be a collection of verb names, got verbs={verbs!r}")
+    verb_list = list(verbs)
+    unknown = [v for v in verb_list if v not in FAILABLE_VERBS]
+    if unknown or not verb_list:
+        raise ValueError(
+            f"verbs must be a non-empty collection of {list(FAILABLE_VERBS)}, "
+            f"got verbs={verb_list!r}"
+        )
+    return verb_list

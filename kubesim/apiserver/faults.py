@@ -11,6 +11,13 @@ Two kinds live here, each driven by a verb on :class:`~kubesim.apiserver.server.
   ``responsewriters.ErrorNegotiated`` writes them. Clients differ in how they treat each code
   (client-go's reflector backs off and re-watches on 429 without relisting, and relists on
   anything else), which is exactly what a store's retry logic must get right.
+- **Injected connection failures** (``APIServer.reset_connections``,
+  ``APIServer.refuse_connections``): the next N matching requests are read and then their
+  connection is reset with no answer (a load balancer or an API server dying mid-request:
+  :class:`ConnectionReset`), or the next N requests of any kind find nothing listening (an API
+  server restarting: a refused connection, which never reaches the server, so transports ask
+  :meth:`RequestFailures.take_refusal` before they send). Each client library then raises its
+  own error, and retries as it would over a socket.
 - **A stalled watch cache** (:class:`CacheStall`, ``APIServer.stall_watch_cache``): the
   apiserver's watch cache stops at one resourceVersion while storage moves on, as a lagging
   replica or a slow cache does. While stalled, lists with ``resourceVersion=0`` ("any") are
@@ -49,11 +56,22 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 @dataclass
 class _Rule:
     remaining: int | None  # None: every matching request until ``until``
-    code: int
+    code: int  # 0: the connection is reset instead (reset_connections)
     verbs: frozenset[str]
     resource: ResourceType | None
     retry_after: int | None
     until: float | None = None  # the server time a lasting failure ends (an outage)
+
+
+class ConnectionReset(Exception):
+    """A request the server read and answered by resetting its connection: no status, no
+    body. Transports turn it into their library's error (``ConnectionResetError`` below it)."""
+
+
+@dataclass
+class _Refusal:
+    remaining: int | None  # None: every connection until ``until``
+    until: float | None
 
 
 class RequestFailures:
@@ -61,6 +79,7 @@ class RequestFailures:
 
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
+        self._refusals: list[_Refusal] = []
         self.injected = 0
         self.injected_writes = 0  # of those, on a write (WRITE_VERBS)
         # The verbs of the requests asked of the server so far, each once, in the order first
@@ -83,23 +102,50 @@ class RequestFailures:
         verb_set = frozenset(verbs)
         self._rules.append(_Rule(count, code, verb_set, resource, retry_after, until))
 
+    def refuse(self, count: int | None, *, until: float | None = None) -> None:
+        self._refusals.append(_Refusal(count, until))
+
     @property
     def active(self) -> bool:
         """Whether any failure is still to come (counted or lasting)."""
-        return bool(self._rules)
+        return bool(self._rules or self._refusals)
 
     @property
     def pending(self) -> int:
         """Failures counted out still to come (an outage's are not counted: they last)."""
-        return sum(rule.remaining or 0 for rule in self._rules)
+        failures = sum(rule.remaining or 0 for rule in self._rules)
+        return failures + sum(refusal.remaining or 0 for refusal in self._refusals)
 
     def clear(self) -> None:
         self._rules.clear()
+        self._refusals.clear()
+
+    @property
+    def refusing(self) -> bool:
+        """Whether a refusal is pending (read without the lock: a cheap first look)."""
+        return bool(self._refusals)
+
+    def take_refusal(self, *, now: float) -> bool:
+        """Whether the connection of the request about to be sent is refused (consumed)."""
+        if not self._refusals or (self.exempt is not None and self.exempt()):
+            return False
+        for refusal in list(self._refusals):
+            if refusal.until is not None and now >= refusal.until:
+                self._refusals.remove(refusal)  # the server is back
+                continue
+            if refusal.remaining is not None:
+                refusal.remaining -= 1
+                if refusal.remaining == 0:
+                    self._refusals.remove(refusal)
+            self.injected += 1
+            return True
+        return False
 
     def take(
         self, verb: str, resource: ResourceType, namespace: str | None, *, now: float = 0.0
-    ) -> st.StatusError | None:
-        """The error to answer this request with, or None to serve it."""
+    ) -> st.StatusError | ConnectionReset | None:
+        """The error to answer this request with (a ``Status``, or a reset connection), or None
+        to serve it."""
         if verb not in self.sent:
             self.sent[verb] = None
         if self.exempt is not None and self._rules and self.exempt():
@@ -116,6 +162,8 @@ class RequestFailures:
                 self.injected += 1
                 if verb in WRITE_VERBS:
                     self.injected_writes += 1
+                if rule.code == 0:
+                    return ConnectionReset(f"connection reset before the answer to a {verb}")
                 return failure_status(
                     rule.code, verb, resource, namespace, retry_after=rule.retry_after
                 )

@@ -21,12 +21,30 @@ writes reach it even while the watch cache is stalled, since a log is no watch-c
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from kubesim.apiserver.pods import container_running
 from kubesim.apiserver.resources import ResourceType
 from kubesim.apiserver.selectors import FieldSelector, LabelSelector
 from kubesim.apiserver.storage import DELETED, Event, Key
 from kubesim.apiserver.watch import WatchEnd, Watcher
+
+JSON = dict[str, Any]
+
+
+def container_running(pod: JSON, container: str) -> bool:
+    """Whether ``container`` runs now: what keeps a followed log open (the kubelet ends the
+    stream when the container exits: kuberuntime ``ReadLogs`` stops following once the
+    container is no longer running)."""
+    status = _dict(pod.get("status"))
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for entry in status.get(key) or []:
+            if _dict(entry).get("name") == container:
+                return "running" in _dict(_dict(entry).get("state"))
+    return False
+
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
 
 
 class LogFollower(Watcher):

@@ -6,7 +6,7 @@
 - ``pods/log`` (:func:`container_log`): the API server checks the request and asks the node's
   kubelet, which only this server's kubelets (:class:`~kubesim.apiserver.extensions.Kubelets`)
   answer; with none, the node is not found. A followed log of a running container stays open
-  until the container stops (:func:`container_running`; kubesim.apiserver.log_follow).
+  until the container stops (kubesim.apiserver.log_follow).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def container_log(
     pod: JSON, container: str | None, previous: bool, kubelets: Kubelets | None
 ) -> bytes:
     """GET pods/{name}/log: what the container printed, which is nothing (there is no process;
-    a followed log of a running container then waits for more, see :func:`container_running`).
+    a followed log of a running container then waits for more: kubesim.apiserver.log_follow).
     The refusals are the API server's and the kubelet's (pkg/registry/core/pod/strategy.go
     LogLocation, and kuberuntime's messages), all 400 Bad Request."""
     name = pod["metadata"]["name"]
@@ -95,18 +95,6 @@ def log_container(pod: JSON, container: str | None) -> str:
         return container
     containers = _dict(pod.get("spec")).get("containers") or [{}]
     return str(_dict(containers[0]).get("name"))
-
-
-def container_running(pod: JSON, container: str) -> bool:
-    """Whether ``container`` runs now: what keeps a followed log open (the kubelet ends the
-    stream when the container exits: kuberuntime ``ReadLogs`` stops following once the
-    container is no longer running)."""
-    status = _dict(pod.get("status"))
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for entry in status.get(key) or []:
-            if _dict(entry).get("name") == container:
-                return "running" in _dict(_dict(entry).get("state"))
-    return False
 
 
 def binding_target(binding: Any, pod_name: str) -> str:

@@ -42,6 +42,12 @@ from typing import Any
 
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchStream
+from kubesim.transport.connection_errors import (
+    RESET,
+    aiohttp_connector_error,
+    os_error,
+    refusal,
+)
 from kubesim.transport.routing import (
     KUBESIM_HOST,
     UnsupportedClient,
@@ -205,6 +211,12 @@ class MemoryTransport(asyncio.Transport):
             if isinstance(answer.body, WatchStream):
                 answer.body.close()
             return
+        if answer.reset or answer.refused:
+            # Reset unanswered; a refusal met on a kept-alive connection is the same to the
+            # client (the server it was talking to is gone): aiohttp's protocol makes it a
+            # ClientOSError, and the session asks an idempotent request once more.
+            self._lose(os_error(RESET))
+            return
         self._deliver(_head(answer.status, wire_headers(answer)))
         if not isinstance(answer.body, WatchStream):
             if request.method != "HEAD":
@@ -265,7 +277,11 @@ def _aiohttp() -> Any:
     return aiohttp
 
 
-async def _connect(connector: Any, server: APIServer | None) -> Any:
+async def _connect(connector: Any, server: APIServer | None, req: Any) -> Any:
+    """A new connection, unless the server refuses it (``APIServer.refuse_connections``): then
+    what aiohttp's ``TCPConnector`` raises when nothing listens."""
+    if refusal(server if server is not None else current_server()) is not None:
+        raise aiohttp_connector_error(req.connection_key, req.host, req.port)
     protocol = connector._factory()
     protocol.connection_made(MemoryTransport(protocol, server, asyncio.get_running_loop()))
     return protocol
@@ -279,7 +295,7 @@ def kubesim_connector(server: APIServer | None = None, **kwargs: Any) -> Any:
 
     class KubesimConnector(aiohttp.BaseConnector):  # type: ignore[misc,name-defined]
         async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
-            return await _connect(self, server)
+            return await _connect(self, server, req)
 
     return KubesimConnector(**kwargs)
 
@@ -299,7 +315,7 @@ def patch_aiohttp() -> Iterator[None]:
 
     async def _create_connection(self: Any, req: Any, traces: Any, timeout: Any) -> Any:
         if is_kubesim_host(req.host):
-            return await _connect(self, None)
+            return await _connect(self, None, req)
         return await original(self, req, traces, timeout)
 
     connector_class._create_connection = _create_connection

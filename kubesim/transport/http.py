@@ -23,6 +23,7 @@ import contextlib
 import hmac
 import socket
 import ssl
+import struct
 import sys
 import threading
 from collections.abc import Mapping
@@ -40,6 +41,8 @@ from kubesim.wire.routes import MAX_BODY_BYTES, Request, handle
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # How often the accept loop checks for close(); the stdlib default (0.5 s) makes every close slow.
 _SHUTDOWN_POLL = 0.05
+# SO_LINGER on, zero seconds: close() sends a reset and drops what is unsent.
+_LINGER_ZERO = struct.pack("ii", 1, 0)
 # Hang guard for a TLS handshake (it runs in the connection's thread, never the accept loop).
 _HANDSHAKE_TIMEOUT = 10.0
 
@@ -162,6 +165,9 @@ class _Handler(BaseHTTPRequestHandler):
         lines = tuple(self.headers.items())
         request = Request(self.command, path or "/", query, dict(lines), body, user, lines)
         response = handle(self.server.api, request)
+        if response.reset:
+            self._reset()
+            return
         if isinstance(response.body, WatchStream):
             self._stream(response.body, response.content_type, response.headers)
         else:
@@ -169,6 +175,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(response.status, response.body, response.content_type, response.headers)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client went away before its answer
+
+    def _reset(self) -> None:
+        """Answer nothing: close with a zero linger, which sends a TCP reset, not a FIN (the
+        client reads ``ECONNRESET``, as from a load balancer or server that died)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)
+            self.connection.close()
 
     def _stream(self, stream: WatchStream, content_type: str, headers: Mapping[str, str]) -> None:
         self.send_response(200)

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
+from kubesim.transport.connection_errors import failed_connection, httpx_error
 from kubesim.transport.routing import (
     KUBESIM_HOST,
     UnsupportedClient,
@@ -177,6 +178,9 @@ def transport_classes(module: Any = "httpx") -> TransportClasses:
             body = request.read()
             routed = request_of(request.method, str(request.url), dict(request.headers), body)
             answer = exchange(server, routed, _read_timeout(request))
+            how = failed_connection(answer)
+            if how is not None:
+                raise httpx_error(module, how, request, asynchronous=False)
             if isinstance(answer.body, WatchStream):
                 return response_of(answer, WatchBody(answer.body))
             return response_of(answer, None)
@@ -192,6 +196,9 @@ def transport_classes(module: Any = "httpx") -> TransportClasses:
             body = await request.aread()
             routed = request_of(request.method, str(request.url), dict(request.headers), body)
             answer = await exchange_async(server, routed)
+            how = failed_connection(answer)
+            if how is not None:
+                raise httpx_error(module, how, request, asynchronous=True)
             if isinstance(answer.body, WatchStream):
                 return response_of(answer, AsyncWatchBody(answer.body, _read_timeout(request)))
             return response_of(answer, None)

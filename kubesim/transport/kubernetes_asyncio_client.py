@@ -77,6 +77,13 @@ from kubesim._core.untraced import untraced
 from kubesim.apiserver.live import ClockFollower
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import StreamServer, WatchDropped, WatchReadTimeout, WatchStream
+from kubesim.transport.connection_errors import (
+    AIOHTTP_IDEMPOTENT,
+    aiohttp_connector_error,
+    aiohttp_reset_error,
+    connection_key,
+    refusal,
+)
 from kubesim.wire.routes import Request, handle
 
 _dumps = json.dumps  # FakeSession.request's ``json`` argument shadows the module there
@@ -496,14 +503,25 @@ class FakeSession:
         loop = asyncio.get_running_loop()
         deadline = None if total is None else loop.time() + total
         follower = _follower(self.server, loop)
-        if follower is not None:
-            follower.catch_up(self.server)  # a watch opened now times out from now
-        response = untraced(handle, self.server, request, asks_again=follower is None)
-        if response.wait and follower is None:
-            # On virtual time the client waits as long as the watch cache did, then gets what
-            # the cache says by then (kubesim.wire.routes.Response.wait).
-            await asyncio.sleep(response.wait)
-            response = untraced(handle, self.server, request, waited=True)
+        # aiohttp's session asks an idempotent request once more when its connection fails.
+        attempts = 2 if request.method in AIOHTTP_IDEMPOTENT else 1
+        for attempt in range(attempts):
+            if refusal(self.server) is not None:
+                host, port = parts.hostname or "", parts.port or 80
+                key = connection_key(host, port, parts.scheme == "https")
+                raise aiohttp_connector_error(key, host, port)
+            if follower is not None:
+                follower.catch_up(self.server)  # a watch opened now times out from now
+            response = untraced(handle, self.server, request, asks_again=follower is None)
+            if response.wait and follower is None:
+                # On virtual time the client waits as long as the watch cache did, then gets
+                # what the cache says by then (kubesim.wire.routes.Response.wait).
+                await asyncio.sleep(response.wait)
+                response = untraced(handle, self.server, request, waited=True)
+            if not response.reset:
+                break
+            if attempt + 1 == attempts:
+                raise aiohttp_reset_error()
         return FakeResponse(
             self,
             method.upper(),

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import http
-import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -40,9 +39,10 @@ from kubesim._core.untraced import untraced
 from kubesim.apiserver.encoding import dumps
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
-from kubesim.sched import scheduler
 from kubesim.sched.thread_pool import ControlledPool
-from kubesim.wire.routes import Request, handle
+from kubesim.transport.connection_errors import failed_connection, urllib3_error
+from kubesim.transport.routing import exchange
+from kubesim.wire.routes import Request
 
 DEFAULT_HOST = "http://kubesim.invalid"
 
@@ -81,12 +81,6 @@ def _read_timed_out(seconds: float | None) -> Exception:
         f"Read timed out. (read timeout={seconds:g})" if seconds is not None else "Read timed out.",
     )
     return error
-
-
-def _virtual_time() -> bool:
-    """True in a controlled thread, where ``time.sleep`` passes virtual time."""
-    active = scheduler.active()
-    return active is not None and active.current_thread() is not None
 
 
 def read_timeout_of(timeout: Any) -> float | None:
@@ -245,9 +239,19 @@ def retried(
     ask again are asked again, after its sleep (``time.sleep``: virtual in a run)."""
     import urllib3
 
+    from kubesim.transport.connection_errors import POOL
+
     policy = urllib3.util.Retry.from_int(retries)
     while True:
-        response = send()
+        try:
+            response = send()
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as error:
+            # A reset or refused connection (kubesim.transport.connection_errors): asked again
+            # as urlopen does (connect errors whatever the method, read errors for idempotent
+            # ones); raised as it is, or in a MaxRetryError once the Retry runs out.
+            policy = policy.increment(method.upper(), url, error=error, _pool=POOL)  # type: ignore[arg-type]
+            policy.sleep()
+            continue
         has_retry_after = bool(response.headers.get("Retry-After"))
         if not policy.is_retry(method.upper(), response.status, has_retry_after):
             return response
@@ -334,19 +338,12 @@ class PoolManager:
         request = Request(
             method.upper(), parts.path or "/", parts.query, dict(headers or {}), payload
         )
-        catch_up = getattr(self.server.wait_policy, "catch_up", None)
-        if catch_up is not None:
-            catch_up(self.server)  # a watch opened now times out from now, not from a stale time
-        response = handle(self.server, request, asks_again=_virtual_time())
-        if response.wait and _virtual_time():
-            # The watch cache waited for the resourceVersion before refusing it: so does the
-            # client, in virtual time; then the answer is what the cache says by then.
-            time.sleep(response.wait)
-            response = handle(self.server, request, waited=True)
-        if isinstance(response.body, WatchStream):
-            # In virtual time: a watch that stays quiet longer than the client's read timeout
-            # raises in the reading thread, as a socket read would.
-            response.body.read_timeout = read_timeout_of(timeout)
+        # In virtual time: a watch that stays quiet longer than the client's read timeout
+        # raises in the reading thread, as a socket read would.
+        response = exchange(self.server, request, read_timeout_of(timeout))
+        how = failed_connection(response)
+        if how is not None:
+            raise urllib3_error(how)
         return FakeHTTPResponse(
             response.status, response.content_type, response.body, response.headers
         )

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kubesim.apiserver.server import APIServer
+from kubesim.transport.connection_errors import failed_connection, requests_error
 from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of
 from kubesim.transport.routing import (
     UnsupportedClient,
@@ -97,6 +98,9 @@ def _adapter_class() -> type[Any]:
                 request.method or "GET", request.url, dict(request.headers), _body(request.body)
             )
             answer = exchange(server, routed, read_timeout_of(timeout))
+            how = failed_connection(answer)
+            if how is not None:
+                raise requests_error(how, request, routed.path)
             headers = [(k, v) for k, v in wire_headers(answer) if k != "Content-Type"]
             raw = FakeHTTPResponse(answer.status, answer.content_type, answer.body, dict(headers))
             return self.build_response(request, raw)  # Session.send reads it unless stream

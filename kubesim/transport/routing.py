@@ -27,6 +27,7 @@ from typing import Any
 from kubesim._core.untraced import untraced
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchStream
+from kubesim.transport.connection_errors import refusal
 from kubesim.wire.routes import Request, Response, handle
 
 KUBESIM_HOST = "kubesim.invalid"
@@ -115,7 +116,12 @@ def exchange(server: APIServer, request: Request, read_timeout: float | None) ->
     """Serve ``request`` for a client that blocks its thread while it reads.
 
     A watch's stream gets ``read_timeout`` (seconds of the server's clock; None: no limit).
+    An answer may be no answer: its connection refused or reset (``Response.refused``,
+    ``Response.reset``), which the caller raises as its library would.
     """
+    refused = refusal(server)
+    if refused is not None:
+        return refused
     catch_up = getattr(server.wait_policy, "catch_up", None)
     if catch_up is not None:
         catch_up(server)  # a watch opened now times out from now, not from a stale time
@@ -138,6 +144,9 @@ async def exchange_async(server: APIServer, request: Request) -> Response:
 
     # In flight for at least one turn of the loop, as over a socket: other tasks run meanwhile.
     await asyncio.sleep(0)
+    refused = refusal(server)
+    if refused is not None:
+        return refused
     follower = _follower(server, asyncio.get_running_loop())
     if follower is not None:
         follower.catch_up(server)  # a watch opened now times out from now

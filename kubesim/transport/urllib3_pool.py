@@ -27,6 +27,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from kubesim.transport.connection_errors import failed_connection, urllib3_error
 from kubesim.transport.kubernetes_client import FakeHTTPResponse, read_timeout_of, retried
 from kubesim.transport.routing import (
     body_bytes,
@@ -72,6 +73,9 @@ def serve(method: str, url: str, **kw: Any) -> Any:
         body_bytes(kw.get("body"), client="urllib3 transport", instead="bytes or str"),
     )
     answer = exchange(current_server(), routed, read_timeout_of(kw.get("timeout")))
+    how = failed_connection(answer)
+    if how is not None:
+        raise urllib3_error(how)  # retried() asks again as the pool's Retry says
     headers = [(k, v) for k, v in wire_headers(answer) if k != "Content-Type"]
     response = _response()(answer.status, answer.content_type, answer.body, dict(headers))
     if kw.get("preload_content", True):

@@ -23,6 +23,7 @@ from kubesim.apiserver import (
     conversion,
     eviction,
     field_validation,
+    log_follow,
     managed_fields,
     pods,
     propagation,
@@ -32,6 +33,7 @@ from kubesim.apiserver import (
 from kubesim.apiserver import status as st
 from kubesim.apiserver.continuation import InvalidContinue, decode_continue
 from kubesim.apiserver.encoding import OPT_INDENT_2, OPT_NON_STR_KEYS, JSONDecodeError, dumps, loads
+from kubesim.apiserver.faults import ConnectionReset
 from kubesim.apiserver.go_values import json_kind
 from kubesim.apiserver.lists import ASKS_AGAIN, parse_field_selector, parse_label_selector
 from kubesim.apiserver.patch import PATCH_TYPES
@@ -118,6 +120,12 @@ class Response:
     # in-process transport on virtual time waits that long, then asks again (the cache may
     # have caught up); elsewhere the answer is immediate.
     wait: float = 0.0
+    # No answer at all: the connection is reset (APIServer.reset_connections). Each transport
+    # raises what its library raises for a reset; the HTTP server resets the socket.
+    reset: bool = False
+    # Never sent: the connection was refused (APIServer.refuse_connections); in-process
+    # transports ask before they send (kubesim.transport.routing.refusal).
+    refused: bool = False
 
     @property
     def is_watch(self) -> bool:
@@ -234,6 +242,8 @@ def handle(
         response = _dispatch(server, request)
     except st.StatusError as error:
         response = _status(error)
+    except ConnectionReset:
+        return Response(0, b"", reset=True)  # nothing is written back: the transport resets
     except Exception as exc:  # the server must never die on a request; report, don't hide
         server.trace.record("internal-error", type(exc).__name__, str(exc))
         response = _status(st.internal_error(f"{type(exc).__name__}: {exc}"))
@@ -521,6 +531,9 @@ def _serve(server: APIServer, request: Request, target: _Target) -> Response:
             injected = server.request_failures.take(
                 verb, target.resource, target.namespace, now=server.clock.now()
             )
+            if isinstance(injected, ConnectionReset):
+                server.trace.record("injected-reset", verb, target.resource.plural)
+                raise injected
             if injected is not None:
                 server.trace.record("injected-failure", verb, target.resource.plural, injected.code)
                 raise injected
@@ -740,7 +753,7 @@ def _log(server: APIServer, request: Request, target: _Target, query: Query) -> 
             pod, query.get("container"), query.flag("previous"), server.registry.kubelets
         )
         container = pods.log_container(pod, query.get("container"))
-        if query.flag("follow") and not text and pods.container_running(pod, container):
+        if query.flag("follow") and not text and log_follow.container_running(pod, container):
             # Open until the container stops; cut, silenced and ended as a watch is.
             stream = server.follow_log(target.namespace or "", target.name, container)
             return Response(200, stream, content_type="text/plain")
@@ -1142,6 +1155,9 @@ ADMIN_ENDPOINTS: dict[str, str] = {
     "POST /kubesim/fail-requests?code=C&count=N|seconds=S&verbs=list,watch&retryAfter=R": (
         "answer the next N requests, or all for S seconds, with an error Status"
     ),
+    "POST /kubesim/reset-connections?count=N|seconds=S&verbs=list,watch": (
+        "read the next N requests, or all for S seconds, and reset their connections unanswered"
+    ),
 }
 
 
@@ -1155,6 +1171,7 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
         "stall-watch-cache": lambda: {"stalledAt": str(server.stall_watch_cache())},
         "resume-watch-cache": lambda: {"held": server.resume_watch_cache()},
         "fail-requests": lambda: _fail_requests(server, Query(request.query)),
+        "reset-connections": lambda: _fail_requests(server, Query(request.query), reset=True),
     }
     if request.method == "GET" and verb in ("", "state"):
         if verb == "":
@@ -1179,11 +1196,24 @@ def _admin(server: APIServer, request: Request, rest: list[str]) -> Response:
     raise st.not_found_path()
 
 
-def _fail_requests(server: APIServer, query: Query) -> JSON:
-    """``fail-requests``: the query names :meth:`APIServer.fail_requests`' arguments; a bad one
-    is a 400 that says which and what was expected (the server's own ValueError message)."""
+def _fail_requests(server: APIServer, query: Query, *, reset: bool = False) -> JSON:
+    """``fail-requests`` (``reset-connections``): the query names the arguments of
+    :meth:`APIServer.fail_requests` (:meth:`APIServer.reset_connections`); a bad one is a 400
+    that says which and what was expected (the server's own ValueError message)."""
     arguments: dict[str, Any] = {}
-    for name, keyword in (("code", "code"), ("count", "count"), ("retryAfter", "retry_after")):
+    names = (
+        (("count", "count"),)
+        if reset
+        else (
+            ("code", "code"),
+            ("count", "count"),
+            ("retryAfter", "retry_after"),
+        )
+    )
+    unknown = [name for name in ("code", "retryAfter") if reset and query.get(name) is not None]
+    if unknown:
+        raise st.bad_request(f"reset-connections takes count, seconds and verbs, not {unknown[0]}")
+    for name, keyword in names:
         text = query.get(name)
         if text is not None:
             try:
@@ -1200,10 +1230,13 @@ def _fail_requests(server: APIServer, query: Query) -> JSON:
     if verbs is not None:
         arguments["verbs"] = [verb for verb in verbs.split(",") if verb]
     try:
-        server.fail_requests(**arguments)
+        if reset:
+            server.reset_connections(**arguments)
+        else:
+            server.fail_requests(**arguments)
     except ValueError as error:
         raise st.bad_request(str(error)) from None
-    return {"failing": arguments}
+    return {"resetting" if reset else "failing": arguments}
 
 
 def _advance(server: APIServer, query: Query) -> JSON:

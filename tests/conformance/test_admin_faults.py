@@ -86,6 +86,34 @@ def test_a_bad_fail_requests_argument_is_a_400_naming_it(
     assert own.get(PODS).status == 200  # nothing was registered, the server goes on
 
 
+def test_reset_connections_reads_a_request_and_resets_it_unanswered(own: Endpoint) -> None:
+    answer = own.admin("reset-connections", count=2, verbs="create")
+    assert answer["resetting"] == {"count": 2, "verbs": ["create"]}
+    for _ in range(2):
+        with pytest.raises(ConnectionResetError):
+            own.post(PODS, pod("web"))  # read, then reset: not created
+    assert names(own, "") == []
+    own.ok("POST", PODS, pod("web"))
+    assert names(own, "") == ["web"]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("count=0", "count must be an int >= 1"),
+        ("code=500", "reset-connections takes count, seconds and verbs, not code"),
+        ("verbs=fly", "verbs must be a non-empty collection of"),
+    ],
+)
+def test_a_bad_reset_connections_argument_is_a_400_naming_it(
+    own: Endpoint, query: str, message: str
+) -> None:
+    reply = own.request("POST", f"/kubesim/reset-connections?{query}")
+    assert reply.status == 400, reply
+    assert message in reply.json()["message"], reply.json()["message"]
+    assert own.get(PODS).status == 200
+
+
 def test_the_admin_index_lists_the_fault_endpoints(own: Endpoint) -> None:
     endpoints = own.ok("GET", "/kubesim/")["endpoints"]
     assert "POST /kubesim/stall-watch-cache" in endpoints

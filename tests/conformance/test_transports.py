@@ -626,6 +626,90 @@ def test_a_followed_log_ends_with_its_container_and_is_cut_as_over_a_socket(
     assert inside["cut"].lines == outside["cut"].lines == []
 
 
+# -- connections reset or refused: each library's error, and its retries ---------------------
+def _root(error: BaseException) -> BaseException:
+    """The operating system's error at the bottom of a library's (through causes, urllib3's
+    ``reason`` and ``ProtocolError`` arguments)."""
+    seen = error
+    for _ in range(8):
+        below = seen.__cause__ or getattr(seen, "reason", None)
+        if not isinstance(below, BaseException):
+            args = [a for a in getattr(seen, "args", ()) if isinstance(a, BaseException)]
+            below = args[0] if args else seen.__context__
+        if below is None:
+            return seen
+        seen = below
+    return seen
+
+
+def _connecting(driver: Driver, server: APIServer, fault: Callable[[], None], post: bool) -> Any:
+    """What the library made of ``fault``: the status it got, or its error's type and the
+    operating system's error below it; and how many requests reached the server."""
+    fault()
+    before = server.request_count
+    try:
+        answer = driver.post(PODS, make_pod("web-9", "default")) if post else driver.get(PODS)
+    except Exception as error:
+        root = _root(error)
+        return type(error).__name__, type(root).__name__, server.request_count - before
+    return answer.status, None, server.request_count - before
+
+
+CONNECTION_FAULTS = {
+    "one reset list": (lambda s: s.reset_connections(1, verbs=["list"]), False),
+    "four reset lists": (lambda s: s.reset_connections(4, verbs=["list"]), False),
+    "one reset create": (lambda s: s.reset_connections(1, verbs=["create"]), True),
+}
+
+
+@pytest.mark.parametrize("fault", list(CONNECTION_FAULTS))
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_reset_connection_is_the_librarys_error_and_retried_as_over_a_socket(
+    library: str, fault: str
+) -> None:
+    pytest.importorskip(REQUIRED.get(library, library.partition("-")[0]))
+    inject, post = CONNECTION_FAULTS[fault]
+    server = populated(wait_policy=AutojumpWait())
+    with patch_http_clients(server):
+        inside = _connecting(in_process(library, server), server, lambda: inject(server), post)
+    with served_over_socket() as (socket_server, url):
+        outside = _connecting(
+            over_socket(library, url), socket_server, lambda: inject(socket_server), post
+        )
+    assert inside == outside
+    retrying = library in ("kubernetes", "urllib3", "kubernetes_asyncio", "aiohttp")
+    if fault == "one reset list" and retrying:
+        assert inside == (200, None, 2)  # asked again (urllib3's Retry; aiohttp's once)
+    elif fault == "one reset create":
+        assert inside[1:] == ("ConnectionResetError", 1)  # a POST is never asked again
+    else:
+        assert inside[1] == "ConnectionResetError", inside
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_refused_connection_is_the_librarys_error_as_against_a_closed_port(
+    library: str,
+) -> None:
+    import socket
+
+    pytest.importorskip(REQUIRED.get(library, library.partition("-")[0]))
+    server = populated(wait_policy=AutojumpWait())
+    with patch_http_clients(server):
+        inside = _connecting(
+            in_process(library, server),
+            server,
+            lambda: server.refuse_connections(seconds=60),
+            False,
+        )
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    probe.close()  # nothing listens there now: every connect is refused
+    outside = _connecting(over_socket(library, closed), server, lambda: None, False)
+    assert inside == outside
+    assert inside[1:] == ("ConnectionRefusedError", 0)
+
+
 # -- errors in a row: what a library's own retries absorb -------------------------------------
 def _in_a_row(driver: Driver, server: APIServer, code: int) -> list[tuple[int, int, int]]:
     """For 1, 3 and 4 errors in a row: the status a GET saw, and how many requests it took."""

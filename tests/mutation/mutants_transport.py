@@ -76,4 +76,54 @@ MUTANTS = [
         ],
         why="kubectl 1.32+ creates store stdin: false, which a cluster leaves out",
     ),
+    {
+        "name": "connection-errors-never-retried",
+        "path": "kubesim/transport/kubernetes_client.py",
+        "old": "policy = policy.increment(method.upper(), url, error=error, _pool=POOL)",
+        "new": "raise error",
+        "tests": [
+            "tests/conformance/test_transports.py::"
+            "test_a_reset_connection_is_the_librarys_error_and_retried_as_over_a_socket"
+            "[kubernetes-one reset list]",
+        ],
+        "why": "a reset list the official client's urllib3 retries over a socket would fail it",
+    },
+    {
+        "name": "asyncio-session-never-asks-again",
+        "path": "kubesim/transport/kubernetes_asyncio_client.py",
+        "old": "attempts = 2 if request.method in AIOHTTP_IDEMPOTENT else 1",
+        "new": "attempts = 1",
+        "tests": [
+            "tests/conformance/test_transports.py::"
+            "test_a_reset_connection_is_the_librarys_error_and_retried_as_over_a_socket"
+            "[kubernetes_asyncio-one reset list]",
+        ],
+        "why": "kubernetes_asyncio would fail on a reset aiohttp asks again over a socket",
+    },
+    {
+        "name": "socket-reset-is-a-clean-close",
+        "path": "kubesim/transport/http.py",
+        "old": "self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_ZERO)",
+        "new": "pass",
+        "tests": [
+            "tests/conformance/test_transports.py::"
+            "test_a_reset_connection_is_the_librarys_error_and_retried_as_over_a_socket"
+            "[httpx-one reset create]",
+        ],
+        "why": "kubesim serve would answer a reset with a FIN: the client reads a disconnect",
+    },
+    {
+        "name": "refused-connections-reach-the-server",
+        "path": "kubesim/transport/routing.py",
+        "old": (
+            "    refused = refusal(server)\n    if refused is not None:\n"
+            "        return refused\n    catch_up"
+        ),
+        "new": "    catch_up",
+        "tests": [
+            "tests/conformance/test_transports.py::"
+            "test_a_refused_connection_is_the_librarys_error_as_against_a_closed_port[requests]",
+        ],
+        "why": "a refused request would be served as if the server were up",
+    },
 ]
