@@ -80,6 +80,7 @@ class RequestFailures:
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
         self._refusals: list[_Refusal] = []
+        self._refused_at: float | None = None  # the server time of the last refusal counted
         self.injected = 0
         self.injected_writes = 0  # of those, on a write (WRITE_VERBS)
         # The verbs of the requests asked of the server so far, each once, in the order first
@@ -137,7 +138,11 @@ class RequestFailures:
                 refusal.remaining -= 1
                 if refusal.remaining == 0:
                     self._refusals.remove(refusal)
-            self.injected += 1
+            if now != self._refused_at:
+                # urllib3 asks a refused connection again three times at once: one attempt of
+                # the store's, as the progress oracle judges retries (its backoff, not urllib3's).
+                self._refused_at = now
+                self.injected += 1
             return True
         return False
 

@@ -18,7 +18,10 @@ from typing import Any
 
 from kubesim.cli.arguments import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
 
-FAULT_HELP = "comma-separated step kinds to draw faults from (default: all); see --list-kinds"
+FAULT_HELP = (
+    "comma-separated step kinds to draw faults from (default: all but those --list-kinds marks "
+    "opt-in)"
+)
 # Thread schedules per scenario with --races.
 RACE_SCHEDULES = 8
 
@@ -139,7 +142,7 @@ def _kinds(args: argparse.Namespace) -> list[str]:
                 f"--faults: unknown fault kind(s) {unknown}; fault kinds are {sorted(known)}"
             )
         return workload + wanted
-    return [row.kind for row in STEP_KINDS]
+    return [row.kind for row in STEP_KINDS if row.default]
 
 
 def _print_kinds() -> None:
@@ -147,7 +150,8 @@ def _print_kinds() -> None:
 
     width = max(len(row.kind) for row in STEP_KINDS)
     for row in STEP_KINDS:
-        print(f"{row.kind:<{width}} {row.fault or '-':<10} {row.summary}")
+        opt_in = "" if row.default else " (opt-in: --faults)"
+        print(f"{row.kind:<{width}} {row.fault or '-':<10} {row.summary}{opt_in}")
 
 
 def _print_oracles() -> None:

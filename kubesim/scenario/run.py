@@ -802,7 +802,7 @@ class ScenarioRun:
                 self.lines.append(f"{step} (the run failed during this step)")
                 raise
             self.lines.append(line)
-            if step.kind == "outage":
+            if step.kind in ("outage", "refused"):  # the progress oracle's outage budget
                 self.recording.outage_rounds.append(self._round)
             self._release_readers()
             self.settle()

@@ -781,6 +781,50 @@ class LastingErrors(Step):
 
 
 @dataclass(frozen=True)
+class ResetConnections(Step):
+    """Connections reset mid-request: the next ``count`` requests (lists and watches, or one
+    verb the store sent, drawn as :class:`FailRequests` draws it) are read and their
+    connections reset with no answer, as when a load balancer or an API server replica dies.
+    Nothing is served: a write is not made. Each client library raises its own error, after
+    its own retries (urllib3 asks an idempotent request three more times, aiohttp once)."""
+
+    count: int = 1
+    verb: int = -1
+    kind: ClassVar[str] = "reset"
+
+    def apply(self, world: World) -> str:
+        verbs = FailRequests(verb=self.verb).verbs(world.server.verbs_sent())
+        world.server.reset_connections(self.count, verbs=verbs)
+        what = "list or watch request" if tuple(verbs) == LIST_AND_WATCH else f"{verbs[0]} request"
+        return f"reset the connection of the next {_count(self.count, what)}"
+
+    def __str__(self) -> str:
+        if self.verb < 0:
+            return f"reset the connection of the next {_count(self.count, 'list or watch request')}"
+        what = f"{_count(self.count, 'request')} of a verb the store sent (its #{self.verb})"
+        return f"reset the connection of the next {what}"
+
+
+@dataclass(frozen=True)
+class RefuseConnections(Step):
+    """The API server restarts: open watches are cut, and for ``seconds`` every connection is
+    refused, whatever it asks (a client library's connection error, after its own retries).
+    The ``progress`` oracle judges the store's retries as during an ``outage``."""
+
+    seconds: int = 10
+    kind: ClassVar[str] = "refused"
+
+    def apply(self, world: World) -> str:
+        world.server.refuse_connections(seconds=self.seconds)
+        dropped = world.server.drop_watches()
+        world.advance(self.seconds)
+        return f"{self} ({_count(dropped, 'watch', 'watches')} cut)"
+
+    def __str__(self) -> str:
+        return f"the API server restarts: connections refused for {self.seconds} s"
+
+
+@dataclass(frozen=True)
 class SilenceWatches(Step):
     """Half-open connections: every open watch goes silent for ``seconds`` (no event, no
     bookmark, no end), then its connection is cut. Only a client read timeout notices sooner."""
@@ -884,12 +928,17 @@ def _names(keys: list[Key]) -> str:
 
 @dataclass(frozen=True)
 class StepKind:
-    """One row of the step table: the class, what it stands for, and its fault id if any."""
+    """One row of the step table: the class, what it stands for, and its fault id if any.
+
+    ``default``: drawn when no kinds are named. A kind that is not is drawn only when asked for
+    (``kubesim check --faults``, ``kinds=``): new kinds start so, since any new kind among the
+    defaults changes what every seed draws, until they are measured on the correct stores."""
 
     kind: str
     step: type[Step]
     fault: str
     summary: str
+    default: bool = True
 
 
 STEP_KINDS: tuple[StepKind, ...] = (
@@ -921,6 +970,14 @@ STEP_KINDS: tuple[StepKind, ...] = (
     StepKind("read", ReadConcurrently, "", "a reader thread calls read()"),
     StepKind("crash", CrashAndRestart, "restart", "the store crashes and restarts"),
     StepKind("stop", StopStore, "restart", "stop() now or during a list, then restart"),
+    StepKind("reset", ResetConnections, "HTTP", "connections reset mid-request", default=False),
+    StepKind(
+        "refused",
+        RefuseConnections,
+        "HTTP",
+        "an API server restart: connections refused",
+        default=False,
+    ),
 )
 KINDS: dict[str, StepKind] = {row.kind: row for row in STEP_KINDS}
 

@@ -58,11 +58,12 @@ if _typing.TYPE_CHECKING:
     from kubesim.testing.fuzz import StoreViolation, example_database, fuzz_test
     from kubesim.testing.properties import store_property, store_test
     from kubesim.testing.replay import InvalidReplayToken, Replay, parse_token
-    from kubesim.testing.strategies import ALL_KINDS, FAULT_KINDS, scenarios, steps
+    from kubesim.testing.strategies import ALL_KINDS, DEFAULT_KINDS, FAULT_KINDS, scenarios, steps
 
 _STEPS = "kubesim.scenario.steps"
 _EXPORTS = {
     "ALL_KINDS": "kubesim.testing.strategies",
+    "DEFAULT_KINDS": "kubesim.testing.strategies",
     "AdvanceTime": _STEPS,
     "CheckReport": "kubesim.testing.check",
     "ChurnPods": _STEPS,
@@ -110,6 +111,7 @@ __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ALL_KINDS",
+    "DEFAULT_KINDS",
     "FAULT_KINDS",
     "ORACLES",
     "AdvanceTime",

@@ -46,7 +46,7 @@ from kubesim.sched.scheduler import set_wall_deadline
 from kubesim.sched.strategies import HOT_FRACTION
 from kubesim.sim.store import StoreContractError
 from kubesim.testing.replay import Replay, python_version
-from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
+from kubesim.testing.strategies import DEFAULT_KINDS, _checked_kinds, scenarios
 
 DEFAULT_DATABASE = os.path.join(".kubesim", "examples")
 # Preemption points count scheduling points from the start of each step's settle (see
@@ -261,7 +261,7 @@ def check_store(
     spec: str | None = None,
     examples: int = 100,
     seed: int = 0,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     max_steps: int = 12,
     setup: Setup | None = None,
     database: ExampleDatabase | str | None = None,
@@ -275,15 +275,16 @@ def check_store(
     """Run a campaign of ``examples`` scenarios against ``factory``; shrink the first failure.
 
     ``spec`` is how a replay names the factory (``module:attribute`` or ``path.py:attribute``);
-    by default the factory's module and qualified name. ``kinds`` narrows the step kinds drawn
-    (see :data:`kubesim.testing.strategies.ALL_KINDS`). ``database``: an example database, a
-    directory, or ``":memory:"`` for none. ``on_example`` is called after every example (for
-    progress bars). ``max_time``: seconds of wall time after which no new example is drawn
-    (shrinking a failure already found still completes). ``oracles`` narrows which oracles
-    judge the examples (``failure`` always does; see :data:`kubesim.checks.store.ORACLES`).
-    ``trace_store``: the factory's own module (its folder, for a package) gets scheduling points
-    as ``traced`` modules do, so the schedule can preempt inside the store's reads and
-    relists. ``schedules``: thread schedules tried per scenario (``kubesim check --races``).
+    by default the factory's module and qualified name. ``kinds``: the step kinds drawn (default
+    :data:`kubesim.testing.strategies.DEFAULT_KINDS`; every kind is in ``ALL_KINDS``).
+    ``database``: an example database, a directory, or ``":memory:"`` for none. ``on_example``
+    is called after every example (for progress bars). ``max_time``: seconds of wall time after
+    which no new example is drawn (shrinking a failure already found still completes).
+    ``oracles`` narrows which oracles judge the examples (``failure`` always does; see
+    :data:`kubesim.checks.store.ORACLES`). ``trace_store``: the factory's own module (its
+    folder, for a package) gets scheduling points as ``traced`` modules do, so the schedule can
+    preempt inside the store's reads and relists. ``schedules``: thread schedules tried per
+    scenario (``kubesim check --races``).
     """
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples must be an int >= 1, got examples={examples!r}")

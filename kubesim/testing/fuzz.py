@@ -59,9 +59,9 @@ def fuzz_test(
     from kubesim.sim.store import load_factory
     from kubesim.testing.check import MAX_PREEMPTION_POINT, MAX_PREEMPTIONS
     from kubesim.testing.replay import Replay, python_version
-    from kubesim.testing.strategies import ALL_KINDS, _checked_kinds, scenarios
+    from kubesim.testing.strategies import DEFAULT_KINDS, _checked_kinds, scenarios
 
-    chosen = _checked_kinds(kinds if kinds is not None else ALL_KINDS)
+    chosen = _checked_kinds(kinds if kinds is not None else DEFAULT_KINDS)
     only = None if oracles is None else checked_oracles(oracles)
     setup = setup if setup is not None else Setup()
     spec = factory if isinstance(factory, str) else f"{factory.__module__}:{factory.__qualname__}"

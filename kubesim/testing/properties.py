@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kubesim.checks.store import checked_oracles
 from kubesim.scenario.run import Setup, StoreFactory
 from kubesim.testing.marks import STORE_TEST_ATTRIBUTE, missing_oracles, required_oracles
-from kubesim.testing.strategies import ALL_KINDS, _checked_kinds
+from kubesim.testing.strategies import DEFAULT_KINDS, _checked_kinds
 
 if TYPE_CHECKING:
     import pytest
@@ -93,7 +93,7 @@ def store_test(
     factory: StoreFactory | str,
     *,
     examples: int | None = None,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     setup: Setup | None = None,
     max_steps: int = 12,
     traced: Sequence[Any] = (),
@@ -138,7 +138,7 @@ def store_property(
     /,
     *,
     examples: int | None = None,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     setup: Setup | None = None,
     max_steps: int = 12,
     traced: Sequence[Any] = (),

@@ -45,6 +45,8 @@ from kubesim.scenario.steps import (
     PatchLabels,
     PatchMetadata,
     ReadConcurrently,
+    RefuseConnections,
+    ResetConnections,
     ResumeWatchCache,
     ReusePodIP,
     SendBookmarks,
@@ -132,6 +134,10 @@ STEP_STRATEGIES: dict[str, st.SearchStrategy[Step]] = {
     "stop": st.sampled_from(
         [StopStore(), StopStore(during_list=True), StopStore(during_event=True)]
     ),
+    "reset": st.builds(
+        ResetConnections, count=st.integers(1, 4), verb=st.sampled_from([-1, 0, 1, 2, 3])
+    ),
+    "refused": st.builds(RefuseConnections, seconds=st.sampled_from([10, 60, 2])),
 }
 assert set(STEP_STRATEGIES) == set(KINDS), "every step kind needs a strategy"
 
@@ -139,6 +145,9 @@ ALL_KINDS: tuple[str, ...] = tuple(row.kind for row in STEP_KINDS)
 """Every step kind, workload and faults, in table order (``kubesim check --list-kinds``)."""
 FAULT_KINDS: tuple[str, ...] = tuple(row.kind for row in STEP_KINDS if row.fault)
 """The step kinds that are faults (those ``kubesim check --faults`` accepts)."""
+DEFAULT_KINDS: tuple[str, ...] = tuple(row.kind for row in STEP_KINDS if row.default)
+"""The step kinds drawn when none are named: all but the newest fault kinds, which are drawn
+only when asked for (``reset``, ``refused``: see :class:`kubesim.scenario.steps.StepKind`)."""
 
 
 def _checked_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
@@ -163,7 +172,7 @@ def steps(kind: str) -> st.SearchStrategy[Step]:
 
 def scenarios(
     *,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = DEFAULT_KINDS,
     min_steps: int = 0,
     max_steps: int = 12,
     swarm: bool = True,

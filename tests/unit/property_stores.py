@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
-from urllib3.exceptions import ProtocolError
+from urllib3.exceptions import HTTPError, ProtocolError
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -37,7 +37,7 @@ class Reflector:
         while True:
             try:
                 response = self.core.list_pod_for_all_namespaces(_preload_content=False)
-            except client.ApiException:
+            except (client.ApiException, HTTPError):  # an error Status, or no answer at all
                 self._back_off()
                 continue
             self.backoff = 1.0
@@ -59,6 +59,9 @@ class Reflector:
         except client.ApiException as error:
             self._back_off()
             return error.status in (429, 500, 503)
+        except HTTPError:  # reset or refused: the server restarts; watch again from the same RV
+            self._back_off()  # (client-go's reflector does not relist on a refused watch)
+            return True
         try:
             for line in iter_resp_lines(response):
                 event = json.loads(line)

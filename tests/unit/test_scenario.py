@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 
 import property_stores as stores
 import pytest
@@ -42,7 +43,7 @@ from kubesim.scenario.steps import (
 )
 from kubesim.testing.check import check_store
 from kubesim.testing.replay import InvalidReplayToken, parse_token
-from kubesim.testing.strategies import ALL_KINDS, scenarios
+from kubesim.testing.strategies import ALL_KINDS, DEFAULT_KINDS, scenarios
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -312,11 +313,22 @@ def test_every_kind_is_drawn_within_the_first_examples_whatever_the_seed() -> No
     # draws differently from the first 40 of 100, and it is the default that users run.)
     for seed in range(20):
         first = _first_draws(seed, examples=100)
-        late = sorted(kind for kind in ALL_KINDS if first.get(kind, 101) > 40)
+        late = sorted(kind for kind in DEFAULT_KINDS if first.get(kind, 101) > 40)
         assert not late, f"seed {seed}: not drawn in the first 40 examples: {late}"
+        # The opt-in kinds only when named: a default campaign draws as it did before them.
+        assert not set(first) - set(DEFAULT_KINDS), f"seed {seed}: {sorted(first)}"
 
 
-def _first_draws(seed: int, *, examples: int) -> dict[str, int]:
+def test_an_opt_in_kind_is_drawn_when_named() -> None:
+    opt_in = [k for k in ALL_KINDS if k not in DEFAULT_KINDS]
+    assert opt_in == ["reset", "refused"]
+    first = _first_draws(0, examples=100, kinds=[*DEFAULT_KINDS, *opt_in])
+    assert {"reset", "refused"} <= set(first)
+
+
+def _first_draws(
+    seed: int, *, examples: int, kinds: Sequence[str] = DEFAULT_KINDS
+) -> dict[str, int]:
     """The example at which each step kind is first drawn, in a campaign of ``seed``."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
@@ -339,7 +351,7 @@ def _first_draws(seed: int, *, examples: int) -> dict[str, int]:
     def campaign(data: st.DataObject) -> None:
         data.draw(_schedule(MAX_PREEMPTION_POINT_TRACED))
         drawn[0] += 1
-        for step in data.draw(scenarios()):
+        for step in data.draw(scenarios(kinds=kinds)):
             first.setdefault(step.kind, drawn[0])
 
     campaign()
