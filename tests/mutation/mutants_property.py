@@ -229,4 +229,25 @@ MUTANTS = [
         "tests": [f"{EVERY_VERB}test_a_poller_meets_the_http_error_on_the_verb_drawn"],
         "why": "a poller's get and a controller's patch would never meet an HTTP error",
     },
+    {
+        "name": "opt-in-kinds-drawn-by-default",
+        "path": "kubesim/testing/strategies.py",
+        "old": "tuple(row.kind for row in STEP_KINDS if row.default)",
+        "new": "tuple(row.kind for row in STEP_KINDS)",
+        "tests": [
+            SCENARIO + "test_an_opt_in_kind_is_drawn_when_named",
+        ],
+        "why": "a new kind changes what every default campaign draws before it was measured",
+    },
+    {
+        "name": "restart-window-not-an-outage",
+        "path": "kubesim/scenario/run.py",
+        "old": 'if step.kind in ("outage", "refused"):',
+        "new": 'if step.kind in ("outage",):',
+        "tests": [
+            "tests/unit/test_connection_faults.py::test_a_retry_every_tenth_of_a_second_through"
+            "_a_restart_is_a_hot_loop"
+        ],
+        "why": "a store hammering a restarting API server every tenth of a second passes",
+    },
 ]

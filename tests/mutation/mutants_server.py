@@ -436,4 +436,15 @@ MUTANTS = [
         ],
         why="a followed log never learns its container stopped (or only once the cache resumes)",
     ),
+    dict(
+        name="urllib3-retries-count-as-store-retries",
+        path="kubesim/apiserver/faults.py",
+        old="            if now != self._refused_at:",
+        new="            if True:",
+        tests=[
+            "tests/unit/test_connection_faults.py::test_a_retry_a_second_through_a_restart_is"
+            "_backing_off_though_urllib3_tries_four_times"
+        ],
+        why="a store retrying once a second through a restart is called a hot loop",
+    ),
 ]
