@@ -40,7 +40,7 @@ from kubesim.apiserver.encoding import dumps
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.watch import WatchDropped, WatchReadTimeout, WatchStream
 from kubesim.sched.thread_pool import ControlledPool
-from kubesim.transport.connection_errors import failed_connection, urllib3_error
+from kubesim.transport.connection_errors import POOL, failed_connection, urllib3_error
 from kubesim.transport.routing import exchange
 from kubesim.wire.routes import Request
 
@@ -238,8 +238,6 @@ def retried(
     ``Retry`` (``retries``: a ``Retry``, an int, False, or None for urllib3's default) says to
     ask again are asked again, after its sleep (``time.sleep``: virtual in a run)."""
     import urllib3
-
-    from kubesim.transport.connection_errors import POOL
 
     policy = urllib3.util.Retry.from_int(retries)
     while True:

@@ -124,7 +124,7 @@ class Response:
     # raises what its library raises for a reset; the HTTP server resets the socket.
     reset: bool = False
     # Never sent: the connection was refused (APIServer.refuse_connections); in-process
-    # transports ask before they send (kubesim.transport.routing.refusal).
+    # transports ask before they send (kubesim.transport.connection_errors.refusal).
     refused: bool = False
 
     @property
@@ -1201,19 +1201,13 @@ def _fail_requests(server: APIServer, query: Query, *, reset: bool = False) -> J
     :meth:`APIServer.fail_requests` (:meth:`APIServer.reset_connections`); a bad one is a 400
     that says which and what was expected (the server's own ValueError message)."""
     arguments: dict[str, Any] = {}
-    names = (
-        (("count", "count"),)
-        if reset
-        else (
-            ("code", "code"),
-            ("count", "count"),
-            ("retryAfter", "retry_after"),
-        )
-    )
+    integers = {"count": "count"}  # query name -> keyword
+    if not reset:
+        integers = {"code": "code", **integers, "retryAfter": "retry_after"}
     unknown = [name for name in ("code", "retryAfter") if reset and query.get(name) is not None]
     if unknown:
         raise st.bad_request(f"reset-connections takes count, seconds and verbs, not {unknown[0]}")
-    for name, keyword in names:
+    for name, keyword in integers.items():
         text = query.get(name)
         if text is not None:
             try:
