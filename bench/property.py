@@ -58,7 +58,7 @@ from kubesim.scenario.run import ScenarioRun, Setup, run_scenario  # noqa: E402
 from kubesim.scenario.steps import Step  # noqa: E402
 from kubesim.testing.check import check_store  # noqa: E402
 from kubesim.testing.replay import parse_token  # noqa: E402
-from kubesim.testing.strategies import ALL_KINDS, scenarios  # noqa: E402
+from kubesim.testing.strategies import DEFAULT_KINDS, scenarios  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "bench" / "results" / "property.json"
 SMALL = "tests.unit.property_stores:reflector"
@@ -169,7 +169,9 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 # -- drawing scenarios ------------------------------------------------------------------------
-def draw_scenarios(count: int, *, seed: int, kinds: Sequence[str] = ALL_KINDS) -> list[list[Step]]:
+def draw_scenarios(
+    count: int, *, seed: int, kinds: Sequence[str] = DEFAULT_KINDS
+) -> list[list[Step]]:
     """``count`` scenarios as ``kubesim check`` draws them (swarm over ``kinds``), for ``seed``.
 
     Without the empty ones: Hypothesis starts with the simplest example, which would make the

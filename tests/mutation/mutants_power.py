@@ -154,9 +154,9 @@ MUTANTS = [
     ),
     dict(
         name="read-timeout-never-fires",
-        path="kubesim/transport/kubernetes_client.py",
-        old="            response.body.read_timeout = read_timeout_of(timeout)",
-        new="            response.body.read_timeout = None",
+        path="kubesim/transport/routing.py",
+        old="        response.body.read_timeout = read_timeout\n",
+        new="        response.body.read_timeout = None\n",
         tests=[f"{POWER}test_a_silent_connection_meets_the_clients_read_timeout"],
         why="a watch loop that dies on its read timeout would never meet one",
     ),
