@@ -89,7 +89,9 @@ def run_tests(
     with tempfile.TemporaryDirectory(prefix="kubesim-mutant-") as tmp:
         work = Path(tmp)
         package = work / "kubesim"
-        shutil.copytree(ROOT / "kubesim", package, ignore=shutil.ignore_patterns("__pycache__"))
+        # Compiled modules come along (copy2 keeps each source's mtime, which its .pyc names):
+        # the mutated file is written anew, so Python compiles it again, and only it.
+        shutil.copytree(ROOT / "kubesim", package)
         if mutant is not None:
             target = work / mutant.path
             target.write_text(mutant.patched_source())
