@@ -245,8 +245,8 @@ class WatchCache:
 
     def follow_log(self, resource: ResourceType, key: Key, container: str) -> LogFollower:
         """Open a followed log of ``container`` of the pod at ``key``, which runs now; called
-        with the lock held. It counts as an open watch to the faults, not to ``watches_opened``
-        (a harness's measure of a store's watching)."""
+        with the lock held. The watch faults reach it; it is no watch to anything else
+        (:meth:`watchers`, :attr:`open_watches` and ``watches_opened`` leave it out)."""
         ident = next(self._watch_ids)
         follower = LogFollower(
             ident=ident,
