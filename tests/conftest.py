@@ -34,6 +34,7 @@ WIRE_FUZZ_SENT = "kubesim_wire_fuzz_sent"  # int: requests the wire fuzzer sent 
 MUTATION_VERDICT = "kubesim_mutation_verdict"  # dict: name, status, detail, why
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist (-p no:xdist) has no such hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker more than there are cores. Many tests wait on something other
     than this process (kubectl and ``kubesim check`` subprocesses, the mutation check's runs, a
