@@ -55,6 +55,7 @@ from kubesim._core.clock import Timer
 from kubesim._core.paths import display_path, readable_traceback
 from kubesim._core.trace import stable as _stable
 from kubesim.sched import tracing
+from kubesim.sched.affinity import CpuPin
 from kubesim.sched.errors import (
     Deadlock,
     Livelock,
@@ -257,6 +258,7 @@ class Scheduler:
         stuck_after: float = DEFAULT_STUCK_AFTER,
         handoff_timeout: float = DEFAULT_HANDOFF_TIMEOUT,
         spin_after: float = DEFAULT_SPIN_AFTER,
+        one_cpu: bool = True,
     ) -> None:
         if granularity not in ("opcode", "line"):
             raise ValueError(
@@ -288,6 +290,9 @@ class Scheduler:
         self.stuck_after = stuck_after
         self.handoff_timeout = handoff_timeout
         self.spin_after = spin_after
+        # The run's threads share one CPU while it lasts: a hand-off stays on one core
+        # (see affinity.py; one_cpu=False for bench/points.py's side-by-side figures).
+        self._cpu_pin = CpuPin() if one_cpu else None
         # How many times the watchdog looked at the baton holder (tests wait on it, not on time).
         self.watchdog_samples = 0
         # A thread reported blocked outside the simulation: left behind, never resumed.
@@ -352,6 +357,7 @@ class Scheduler:
             raise RuntimeError("a Scheduler runs once; create a new one per run")
         self.strategy.start(self.choices)
         self._done.acquire()
+        self._pin()
         # The first real thread starts before the patches: its Thread internals stay real.
         first = self._new_thread(name, None)
         self._start_real_thread(first, main)
@@ -369,6 +375,7 @@ class Scheduler:
             _patching().uninstall()
             _active = None
             self.closed = True
+            self._unpin()
         return self.result()
 
     def result(self) -> RunResult:
@@ -945,6 +952,7 @@ class Scheduler:
         self.strategy.start(self.choices)
         self._done.acquire()
         self._controller = threading.get_ident()
+        self._pin()
         self.trace.record("run", self.strategy.name)
         # Points stay on for the whole run, not per settle: a store thread parked inside traced
         # code (its run() loop) resumes in a frame sys.monitoring would not rediscover.
@@ -1003,7 +1011,16 @@ class Scheduler:
                 _patching().uninstall()
                 _active = None
                 self.closed = True
+                self._unpin()
         return self.result()
+
+    def _pin(self) -> None:
+        if self._cpu_pin is not None:
+            self._cpu_pin.pin()
+
+    def _unpin(self) -> None:
+        if self._cpu_pin is not None:
+            self._cpu_pin.release()
 
     def _require_driver(self, what: str) -> None:
         if not self.external:

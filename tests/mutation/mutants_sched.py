@@ -81,4 +81,26 @@ MUTANTS = [
         ],
         "why": "a traced loop polling a flag another thread sets would be a false livelock",
     },
+    {
+        "name": "run-threads-free-to-change-cpu",
+        "path": "kubesim/sched/affinity.py",
+        "old": "        os.sched_setaffinity(0, {cpu})\n",
+        "new": "",
+        "tests": [
+            "tests/unit/test_cpu_pin.py::"
+            "test_every_thread_of_a_run_is_on_one_cpu_and_the_driver_gets_its_cpus_back",
+        ],
+        "why": "every hand-off between a run's threads would cost a wake-up on another core",
+    },
+    {
+        "name": "threads-of-a-run-left-on-one-cpu",
+        "path": "kubesim/sched/affinity.py",
+        "old": "        for tid in _tasks() - self._before:\n",
+        "new": "        for tid in ():\n",
+        "tests": [
+            "tests/unit/test_cpu_pin.py::"
+            "test_a_thread_still_alive_after_the_run_gets_its_cpus_back",
+        ],
+        "why": "a pool started in a run would share one core with everything for the process' life",
+    },
 ]
