@@ -51,8 +51,24 @@ def _failure(recording: Recording) -> Violation | None:
         "StoreStoppedWatching": "stopped-watching",
         "StoreNeverRestarted": "restart",
     }.get(kind, "crash")
-    details = tuple(line for line in rest.splitlines() if line.strip())[-12:]
-    return Violation(name, f"{kind}: {head}", details)
+    return Violation(name, f"{kind}: {head}", _shown_lines(rest))
+
+
+# How many lines of a failure's text a violation keeps: a traceback's first and last (the
+# store's frames come first, library runs are condensed; the exception comes last).
+_SHOWN_LINES = 20
+
+
+def _shown_lines(text: str) -> tuple[str, ...]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    # The exception's own text comes again at the traceback's end: from the traceback on.
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    if starts:
+        lines = lines[starts[0] :]
+    if len(lines) <= _SHOWN_LINES:
+        return tuple(lines)
+    half = _SHOWN_LINES // 2
+    return (*lines[:half], f"[... {len(lines) - 2 * half} more lines ...]", *lines[-half:])
 
 
 def _snapshot_reads(recording: Recording) -> Violation | None:

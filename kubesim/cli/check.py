@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+from kubesim._core.words import counted, did_you_mean
 from kubesim.cli.arguments import EXIT_EXPECTATION_FAILED, EXIT_OK, EXIT_USAGE, load_factory
 
 FAULT_HELP = (
@@ -138,8 +139,15 @@ def _kinds(args: argparse.Namespace) -> list[str]:
         known = {row.kind for row in STEP_KINDS if row.fault}
         unknown = [k for k in wanted if k not in known]
         if unknown:
+            always = [k for k in unknown if k in workload]
+            noun = "is a workload kind" if len(always) == 1 else "are workload kinds"
+            why = (
+                f"; {', '.join(always)} {noun}, always drawn"
+                if always
+                else did_you_mean(unknown[0], known)
+            )
             raise argparse.ArgumentTypeError(
-                f"--faults: unknown fault kind(s) {unknown}; fault kinds are {sorted(known)}"
+                f"--faults: unknown fault kind(s) {unknown}{why}; fault kinds are {sorted(known)}"
             )
         return workload + wanted
     return [row.kind for row in STEP_KINDS if row.default]
@@ -149,9 +157,15 @@ def _print_kinds() -> None:
     from kubesim.scenario.steps import STEP_KINDS
 
     width = max(len(row.kind) for row in STEP_KINDS)
-    for row in STEP_KINDS:
-        opt_in = "" if row.default else " (opt-in: --faults)"
-        print(f"{row.kind:<{width}} {row.fault or '-':<10} {row.summary}{opt_in}")
+    workload = [row for row in STEP_KINDS if not row.fault]
+    faults = [row for row in STEP_KINDS if row.fault]
+    print("workload (always drawn; --faults does not take them):")
+    for row in workload:
+        print(f"  {row.kind:<{width}} {'-':<10} {row.summary}")
+    print("faults (--faults KIND,...; --no-faults draws none):")
+    for row in faults:
+        opt_in = "" if row.default else " (opt-in: only with --faults)"
+        print(f"  {row.kind:<{width}} {row.fault:<10} {row.summary}{opt_in}")
 
 
 def _print_oracles() -> None:
@@ -171,8 +185,9 @@ def _oracles(args: argparse.Namespace) -> list[str] | None:
     known = [oracle.name for oracle in ORACLES]
     unknown = [name for name in wanted if name not in known]
     if unknown or not wanted:
+        hint = did_you_mean(unknown[0], known) if unknown else ""
         raise argparse.ArgumentTypeError(
-            f"--oracles: unknown oracle(s) {unknown or args.oracles!r}; oracles are {known}"
+            f"--oracles: unknown oracle(s) {unknown or args.oracles!r}{hint}; oracles are {known}"
         )
     return wanted
 
@@ -310,14 +325,14 @@ def _import(name: str) -> Any:
 def _print_report(report: Any, elapsed: float) -> None:
     rate = report.examples / elapsed if elapsed > 0 else 0.0
     if report.ok:
-        outcome = f"OK after {report.examples} examples"
+        outcome = f"OK after {counted(report.examples, 'example')}"
         if report.out_of_time:
             outcome += " (--max-time spent: not the --examples asked for)"
     else:
         shrinking = report.examples - (report.found_at or report.examples)
         outcome = (
             f"FAILED at example {report.found_at}, shrunk in {shrinking} more "
-            f"({report.examples} examples in all)"
+            f"({counted(report.examples, 'example')} in all)"
         )
     print(f"kubesim check {report.factory}: {outcome} ({elapsed:.1f} s, {rate:.1f} examples/s)")
     print(f"oracles run: {', '.join(sorted(report.ran)) or 'none'}")
@@ -410,13 +425,15 @@ def _write_replay_report(path: str, found: Any, *, quiet: bool) -> None:
     from kubesim.testing.check import CheckReport
 
     verdict = found.verdict
+    drawn = Counter(step.kind for step in found.result.steps)
     report = CheckReport(
         factory=found.replay.factory,
+        enabled=tuple(drawn),  # one example: what it could draw is what it drew
         examples=1,
         found=None if verdict.ok else found,
         ran=set(verdict.ran),
         skipped=dict(verdict.skipped),
-        kinds=Counter(step.kind for step in found.result.steps),
+        kinds=drawn,
         found_at=None if verdict.ok else 1,
     )
     from kubesim.report.data import failure_data

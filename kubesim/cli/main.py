@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import sys
 from collections.abc import Sequence
 
+import kubesim
 from kubesim.cli.arguments import (
     EXIT_EXPECTATION_FAILED,
     EXIT_OK,
@@ -51,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Deterministic simulation and property testing for Kubernetes client-side stores."
         ),
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kubesim {kubesim.__version__} (Python {platform.python_version()})",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -11,7 +11,8 @@ Contract of the dict (every value JSON-serialisable):
 - ``oracles``: one entry per oracle, in kubesim's order: ``name``, ``summary`` (what it checks),
   ``status`` (``"failed"``, ``"passed"``, ``"not exercised"`` or ``"skipped"``) and ``why``
   (why it was not exercised or skipped, or the violation's summary);
-- ``coverage``: ``steps_drawn`` (kind -> count) and ``kinds`` (every kind, drawn or not);
+- ``coverage``: ``steps_drawn`` (kind -> count) and ``kinds`` (every kind the campaign could
+  draw, drawn or not: its enabled kinds, in table order; a replay's are its example's);
 - ``failure`` (only when a property broke): ``violations`` (property, summary, details),
   ``scenario`` (the steps' lines), ``schedule``, ``trace``, ``replay`` (the command),
   ``rounds`` (per quiescent point: index, phase, step, virtual time, retained bytes, objects on
@@ -63,7 +64,9 @@ def campaign_data(
         "oracles": oracles,
         "coverage": {
             "steps_drawn": dict(sorted(report.kinds.items())),
-            "kinds": [row.kind for row in STEP_KINDS],
+            "kinds": [
+                row.kind for row in STEP_KINDS if not report.enabled or row.kind in report.enabled
+            ],
         },
     }
     if report.found is not None:

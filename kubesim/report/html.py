@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from kubesim import __version__
+from kubesim._core.words import counted
 
 # One color per thread lane, in order of first appearance (then reused).
 LANE_COLORS = ("#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#ef4444", "#14b8a6", "#ec4899")
@@ -74,7 +75,7 @@ def render(data: dict[str, Any]) -> str:
         f"<title>kubesim check {escape(data['factory'])}</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>kubesim check <code>{escape(data['factory'])}</code> {verdict}</h1>",
-        f'<p class="meta">{data["examples"]} examples{found}; seed {data["seed"]}; '
+        f'<p class="meta">{counted(data["examples"], "example")}{found}; seed {data["seed"]}; '
         f"{data['seconds']:.1f} s; kubesim {escape(__version__)}</p>",
     ]
     if failure is not None:
@@ -112,7 +113,7 @@ def _failure(failure: dict[str, Any]) -> list[str]:
         if details:
             parts.append(f"<pre>{escape(details)}</pre>")
     lines = failure["scenario"]
-    parts.append(f"<h2>The scenario, shrunk ({len(lines)} steps)</h2>")
+    parts.append(f"<h2>The scenario, shrunk ({counted(len(lines), 'step')})</h2>")
     if lines:
         parts.append('<ol class="scenario">')
         parts += [f"<li>{escape(line)}</li>" for line in lines]
@@ -287,10 +288,11 @@ def _coverage(data: dict[str, Any]) -> list[str]:
         if never
         else "<p>Every step kind was drawn at least once.</p>"
     )
-    searched = data.get("found_at") or data["examples"]
+    searched = counted(data.get("found_at") or data["examples"], "example")
+    steps = counted(sum(drawn.values()), "step")
     return [
         "<h2>What the campaign covered</h2>",
-        f"<p>{searched} examples, {sum(drawn.values())} steps drawn in all (each "
+        f"<p>{searched}, {steps} drawn in all (each "
         "example draws a subset of step kinds: some faults absent, some dense"
         f"{'; the shrinking after the failure is not counted' if data.get('found_at') else ''}"
         ").</p>",

@@ -28,6 +28,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kubesim._core.words import did_you_mean
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.status import StatusError
 from kubesim.workload.manifests import resource_name
@@ -153,9 +154,14 @@ class Workload:
             try:
                 resource = self.server.resource(name)
             except KeyError as exc:
+                served = [
+                    f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+                    for resource in self.server.resources
+                ]
+                hint = did_you_mean(name, served)
                 raise ValueError(
-                    f"kinds: the server serves no resource {name!r} (a custom resource needs "
-                    "its CustomResourceDefinition in the starting objects)"
+                    f"kinds: the server serves no resource {name!r}{hint} (a custom resource "
+                    "needs its CustomResourceDefinition in the starting objects)"
                 ) from exc
             refused = self._refusal(resource)
             if refused is not None:

@@ -52,7 +52,7 @@ from typing import Any, Protocol
 
 from kubesim._core import ChoiceSource, SeededChoices, Trace, VirtualClock
 from kubesim._core.clock import Timer
-from kubesim._core.paths import display_path, readable_traceback
+from kubesim._core.paths import CondensedStack, display_path, is_library, readable_traceback
 from kubesim._core.trace import stable as _stable
 from kubesim.sched import tracing
 from kubesim.sched.affinity import CpuPin
@@ -459,7 +459,7 @@ class Scheduler:
             # finally block (kuryr's Watcher calls sys.exit() there): a process that dies runs
             # none of that, so it is part of the unwinding, not a crash of the store.
             if not (self.aborting and _raised_while_unwinding(exc)):
-                self._fail(_crash(ct, exc))
+                self._fail(_crash(ct, exc, self.traced))
         finally:
             if ct is not self.abandoned:  # a thread the run gave up on touches nothing of it
                 self._finish(ct)
@@ -653,7 +653,13 @@ class Scheduler:
     def _observe(self, ct: ControlledThread, why: str) -> None:
         assert self.observer is not None
         self.observer(
-            Stop(self.steps, self.clock.now(), ct.name, why, _user_location(sys._getframe(2)))
+            Stop(
+                self.steps,
+                self.clock.now(),
+                ct.name,
+                why,
+                _user_location(sys._getframe(2), self.traced),
+            )
         )
 
     def _count_step(self) -> None:
@@ -1160,17 +1166,27 @@ _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _KUBESIM_DIR = os.path.dirname(_SCHED_DIR.rstrip(os.sep)) + os.sep
 
 
-def _user_location(frame: FrameType | None) -> str:
-    """``path:line in function`` of the innermost frame outside kubesim and the standard
-    library (threads park inside both); "" for a thread running none of the store's code (a
-    kubesim reader between reads, a thread that finished)."""
+def _user_location(frame: FrameType | None, own: Sequence[str] = ()) -> str:
+    """``path:line in function`` of the innermost frame of the store's code: of ``own`` (the
+    traced modules) if the stack has one, else outside kubesim and every library, else outside
+    kubesim and the standard library (threads park inside both); "" for a thread running none
+    of the store's code (a kubesim reader between reads, a thread that finished)."""
+    fallback: FrameType | None = None
+    outside: FrameType | None = None
     while frame is not None:
         filename = frame.f_code.co_filename
+        if own and filename.startswith(tuple(own)):
+            outside = frame
+            break
         if not filename.startswith((_KUBESIM_DIR, _STDLIB_DIR)) and filename[:1] != "<":
-            path = display_path(filename)
-            return f"{path}:{frame.f_lineno} in {frame.f_code.co_name}"
+            fallback = fallback or frame
+            if outside is None and not is_library(filename):
+                outside = frame
         frame = frame.f_back
-    return ""
+    chosen = outside or fallback
+    if chosen is None:
+        return ""
+    return f"{display_path(chosen.f_code.co_filename)}:{chosen.f_lineno} in {chosen.f_code.co_name}"
 
 
 def _harness_frames(frames: Sequence[traceback.FrameSummary]) -> int:
@@ -1209,12 +1225,15 @@ def _raised_while_unwinding(exc: BaseException) -> bool:
     return False
 
 
-def _crash(ct: ControlledThread, exc: BaseException) -> ThreadCrashed:
+def _crash(ct: ControlledThread, exc: BaseException, own: Sequence[str] = ()) -> ThreadCrashed:
+    """``ct`` raised ``exc``: its traceback from the store's code on, runs of library frames
+    condensed (``own``: the traced modules, the store's code even where it is installed)."""
     report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     # From the store's own code on: the frames above it are kubesim starting the thread.
     outer = _harness_frames(report.stack)
     if outer < len(report.stack):
         report.stack = traceback.StackSummary.from_list(report.stack[outer:])
+    report.stack = CondensedStack.of(report.stack, own)
     text = "".join(report.format())
     # Paths as a reader finds them, the same on every machine (a report, a docs page).
     text = readable_traceback(text)

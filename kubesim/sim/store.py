@@ -26,6 +26,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubesim._core.words import did_you_mean
+
 StoreFactory = Callable[[Any], Any]
 
 
@@ -99,10 +101,13 @@ def load_factory(spec: str) -> StoreFactory:
     target: Any = module
     for part in attribute.split("."):
         try:
-            target = getattr(target, part)
+            owner = target
+            target = getattr(owner, part)
         except AttributeError:
+            public = (name for name in dir(owner) if not name.startswith("_"))
             raise StoreContractError(
                 f"{module_name!r} has no attribute {attribute!r} (from {spec!r})"
+                + did_you_mean(part, public)
             ) from None
     if not callable(target):
         raise StoreContractError(

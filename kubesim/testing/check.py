@@ -32,6 +32,7 @@ from hypothesis.errors import Flaky
 
 import kubesim
 from kubesim._core.heap import frozen_heap
+from kubesim._core.words import counted
 from kubesim.checks.store import NO_READ, ORACLES, Verdict, checked_oracles, judge
 from kubesim.scenario.run import (
     ScenarioResult,
@@ -85,7 +86,7 @@ class Found:
 
     def __str__(self) -> str:
         lines = [str(v) for v in self.verdict.violations]
-        lines.append(f"scenario ({len(self.result.lines)} steps):")
+        lines.append(f"scenario ({counted(len(self.result.lines), 'step')}):")
         lines.extend(f"  {n}. {line}" for n, line in enumerate(self.result.lines, 1))
         if not self.result.lines:
             lines.append("  (no steps: setup, quiesce and tail rounds only)")

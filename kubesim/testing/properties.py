@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubesim._core.words import counted
 from kubesim.checks.store import checked_oracles
 from kubesim.scenario.run import Setup, StoreFactory
 from kubesim.testing.marks import STORE_TEST_ATTRIBUTE, missing_oracles, required_oracles
@@ -262,7 +263,8 @@ def summary(report: CheckReport, *, seed: int) -> str:
     from kubesim.checks.store import NOT_SELECTED
 
     ran = ", ".join(sorted(report.ran)) or "none"
-    lines = [f"{report.factory}: {report.examples} examples, seed {seed}", f"oracles run: {ran}"]
+    examples = counted(report.examples, "example")
+    lines = [f"{report.factory}: {examples}, seed {seed}", f"oracles run: {ran}"]
     if report.not_exercised:
         lines.append(
             "oracles not exercised: "
@@ -288,10 +290,13 @@ def failure_text(
     if report.found is not None:
         broke = ", ".join(dict.fromkeys(report.found.properties))
         lines.append(
-            f"kubesim: {report.factory} broke {broke} after {report.examples} examples, seed {seed}"
+            f"kubesim: {report.factory} broke {broke} after "
+            f"{counted(report.examples, 'example')}, seed {seed}"
         )
     else:
-        lines.append(f"kubesim: {report.factory}: {report.examples} examples, seed {seed}")
+        lines.append(
+            f"kubesim: {report.factory}: {counted(report.examples, 'example')}, seed {seed}"
+        )
     lines.extend(missing)
     lines.append(summary(report, seed=seed).split("\n", 1)[1])
     if report.found is not None:

@@ -672,7 +672,8 @@ def patch_kubernetes_asyncio(server: APIServer) -> Iterator[None]:
         for name in replacements
         if hasattr(module, name)
     ]
-    previous_configuration = configuration_class.get_default_copy()
+    # The default itself, put back as it was (set_default and get_default_copy deep-copy it).
+    previous_configuration = getattr(configuration_class, "_default", None)
     for module, name, _original in saved:
         setattr(module, name, replacements[name])
     try:
@@ -681,7 +682,7 @@ def patch_kubernetes_asyncio(server: APIServer) -> Iterator[None]:
     finally:
         for module, name, original in saved:
             setattr(module, name, original)
-        configuration_class.set_default(previous_configuration)
+        configuration_class._default = previous_configuration
 
 
 def detach(client: Any) -> None:

@@ -40,8 +40,23 @@ def load_manifests(path: str | Path) -> list[JSON]:
         try:
             documents = list(yaml.safe_load_all(text))
         except yaml.YAMLError as exc:
-            raise InvalidObjects(f"--objects: {str(file)!r} is not YAML: {exc}") from exc
+            raise InvalidObjects(f"--objects: {_yaml_problem(str(file), exc)}") from exc
     return checked([doc for doc in documents if doc is not None], source=str(file))
+
+
+def _yaml_problem(path: str, error: Exception) -> str:
+    """One line for a YAML error: the file, where, and what the parser expected (PyYAML's own
+    text is several lines that name the file ``"<unicode string>"``)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is None or problem is None:
+        return f"{path!r} is not YAML: {error}"
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}"
+    context = getattr(error, "context", None)
+    started = getattr(error, "context_mark", None)
+    if context and started is not None:
+        context += f" that starts at line {started.line + 1}, column {started.column + 1}"
+    return f"{where}: not YAML: {problem}" + (f" ({context})" if context else "")
 
 
 def checked(objects: Iterable[Any], *, source: str = "Setup(objects=...)") -> list[JSON]:

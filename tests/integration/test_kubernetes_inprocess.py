@@ -11,6 +11,7 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
+import kubernetes.config
 import pytest
 import urllib3
 from kubernetes import client, watch
@@ -170,6 +171,21 @@ def test_patch_kubernetes_routes_clients_built_without_arguments(
     assert not isinstance(
         client.ApiClient().rest_client.pool_manager, kubesim.transport.kubernetes_client.PoolManager
     )
+
+
+def test_patch_kubernetes_puts_the_users_default_configuration_back(server: APIServer) -> None:
+    before = getattr(client.Configuration, "_default", None)
+    mine = client.Configuration(host="https://mine.example:6443")
+    client.Configuration.set_default(mine)
+    try:
+        stored = client.Configuration._default
+        with kubesim.patch_kubernetes(server):
+            kubernetes.config.load_kube_config()  # points the default at the simulation
+            assert client.Configuration.get_default_copy().host != mine.host
+        assert client.Configuration._default is stored
+        assert client.Configuration.get_default_copy().host == "https://mine.example:6443"
+    finally:
+        client.Configuration._default = before
 
 
 def test_apps_v1_resources_are_served(server: APIServer, no_sockets: None) -> None:

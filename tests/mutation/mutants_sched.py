@@ -103,4 +103,26 @@ MUTANTS = [
         ],
         "why": "a pool started in a run would share one core with everything for the process' life",
     },
+    {
+        "name": "stop-location-in-a-library",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "        if own and filename.startswith(tuple(own)):\n            outside = frame\n",
+        "new": "        if False:\n            outside = frame\n",
+        "tests": [
+            "tests/unit/test_crash_report.py::"
+            "test_the_stop_location_is_the_stores_code_not_a_librarys",
+        ],
+        "why": "the timeline's column would name httpx's line where the store's call waited",
+    },
+    {
+        "name": "crash-traceback-keeps-every-library-frame",
+        "path": "kubesim/_core/paths.py",
+        "old": "            kept = run if len(run) < 3 else [run[0], run[-1]]\n",
+        "new": "            kept = run\n",
+        "tests": [
+            "tests/unit/test_crash_report.py::"
+            "test_library_runs_are_condensed_around_the_stores_own_frames",
+        ],
+        "why": "a crash deep in a client would show a screenful of its frames, not the store's",
+    },
 ]

@@ -7,8 +7,10 @@ that re-watches in a hot loop.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -18,7 +20,9 @@ import property_stores as stores
 import pytest
 from hypothesis import given, settings
 
+import kubesim as kubesim_package
 from kubesim.checks.store import judge
+from kubesim.cli import check as cli_check
 from kubesim.scenario.run import Setup, run_scenario
 from kubesim.scenario.steps import (
     KINDS,
@@ -281,6 +285,12 @@ def test_steps_drawn_lists_the_kinds_the_campaign_could_draw() -> None:
     [
         (["check", "no_such_module:factory"], "cannot import"),
         (["check", SPEC, "--faults", "expire,nope"], "unknown fault kind(s) ['nope']"),
+        (["check", SPEC, "--faults", "craash"], "['craash'] (did you mean 'crash'?)"),
+        (["check", SPEC, "--faults", "create"], "create is a workload kind, always drawn"),
+        (["check", SPEC, "--oracles", "histroy"], "['histroy'] (did you mean 'history'?)"),
+        (["check", SPEC + "x"], f"no attribute {SPEC.rpartition(':')[2] + 'x'!r}"),
+        (["check", SPEC + "x"], f"(did you mean {SPEC.rpartition(':')[2]!r}?)"),
+        (["check", SPEC, "--kinds", "podz"], "no resource 'podz' (did you mean 'pods'?)"),
         (["replay", "ks1.garbage"], "not a valid kubesim replay token"),
         (["check", "tests/unit/property_stores.py:Reflector", "--pods", "-1"], "pods=-1"),
     ],
@@ -290,6 +300,39 @@ def test_usage_errors_exit_2_with_a_message(arguments: list[str], message: str) 
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unrelated_name_gets_no_suggestion() -> None:
+    done = kubesim("check", SPEC, "--faults", "zzzzzz")
+    assert done.returncode == 2
+    assert "unknown fault kind(s) ['zzzzzz']" in done.stderr
+    assert "did you mean" not in done.stderr
+
+
+def test_version_names_kubesim_and_python() -> None:
+    done = kubesim("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        f"kubesim {kubesim_package.__version__} (Python {platform.python_version()})"
+    )
+
+
+def test_list_kinds_separates_what_faults_takes_from_the_workload() -> None:
+    listed = kubesim("check", "--list-kinds").stdout.splitlines()
+    workload_at = listed.index("workload (always drawn; --faults does not take them):")
+    faults_at = next(i for i, line in enumerate(listed) if line.startswith("faults (--faults"))
+    workload = {line.split()[0] for line in listed[workload_at + 1 : faults_at]}
+    faults = {line.split()[0] for line in listed[faults_at + 1 :]}
+    assert workload == {row.kind for row in STEP_KINDS if not row.fault}
+    assert faults == {row.kind for row in STEP_KINDS if row.fault}
+    # Every kind listed under faults is one --faults takes, all of them at once too.
+    faults_taken = argparse.Namespace(no_faults=False, faults=",".join(sorted(faults)))
+    assert faults <= set(cli_check._kinds(faults_taken))
+
+
+def test_one_example_is_said_in_the_singular() -> None:
+    done = kubesim("check", SPEC, "--examples", "1", "--database", ":memory:")
+    assert "OK after 1 example (" in done.stdout, done.stdout
 
 
 class _SilentLeak(stores.AppendingWatcher):

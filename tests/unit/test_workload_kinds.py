@@ -229,6 +229,18 @@ def test_a_replay_token_carries_the_starting_world() -> None:
     assert parse_token(plain).setup == Setup()
 
 
+def test_a_starting_world_that_is_not_yaml_is_named_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "world.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [a\n")
+    with pytest.raises(InvalidObjects) as raised:
+        load_manifests(bad)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "<unicode string>" not in message
+    assert message.startswith(f"--objects: {bad}:5:1: not YAML: expected ',' or ']'")
+    assert "flow sequence that starts at line 4, column 9" in message
+
+
 def test_bad_starting_worlds_are_named() -> None:
     with pytest.raises(InvalidObjects, match=r"object 1 lacks metadata.name"):
         checked([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}])
