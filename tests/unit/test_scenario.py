@@ -331,7 +331,8 @@ def test_list_kinds_separates_what_faults_takes_from_the_workload() -> None:
 
 
 def test_one_example_is_said_in_the_singular() -> None:
-    done = kubesim("check", SPEC, "--examples", "1", "--database", ":memory:")
+    correct = "tests/unit/property_stores.py:reflector"
+    done = kubesim("check", correct, "--examples", "1", "--database", ":memory:")
     assert "OK after 1 example (" in done.stdout, done.stdout
 
 
