@@ -135,6 +135,10 @@ class Setup:
     # The API server release the run starts as (kubesim.apiserver.versions: "1.14", "1.17",
     # "1.27", "1.33"); None: the newest. A server-version step may still change it.
     server_version: str | None = None
+    # Objects the workload's steps never delete or terminate: references RESOURCE/NAMESPACE/NAME
+    # (RESOURCE/NAME when cluster-scoped), such as "pods/default/ray-head" (the pod the store's
+    # own process runs in). Starting objects annotated kubesim/pinned: "true" are pinned too.
+    pinned: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pods < 0 or self.namespaces < 1 or self.tail_rounds < 2:
@@ -152,16 +156,22 @@ class Setup:
             from kubesim.apiserver.versions import server_version
 
             server_version(self.server_version)  # a ValueError names the known ones
-        from kubesim.workload.manifests import checked
+        from kubesim.workload.manifests import checked, parse_pinned
 
+        pinned: Any = self.pinned
+        if isinstance(pinned, str):
+            raise ValueError(f"Setup(pinned=...) takes a tuple of references; got {pinned!r}")
+        for reference in pinned:
+            parse_pinned(reference)  # a ValueError names a malformed one
         # Tuples, as a replay token's JSON lists come back; checked, so a bad object is named.
         object.__setattr__(self, "kinds", tuple(self.kinds))
         object.__setattr__(self, "objects", tuple(checked(self.objects)))
+        object.__setattr__(self, "pinned", tuple(pinned))
 
     def world_json(self) -> dict[str, Any]:
         """The starting world beyond pods and namespaces, for a replay token: ``kinds``,
-        ``objects``, ``controllers`` and ``server_version`` where they are not the defaults
-        (so the tokens of a pod store stay what they were)."""
+        ``objects``, ``controllers``, ``server_version`` and ``pinned`` where they are not the
+        defaults (so the tokens of a pod store stay what they were)."""
         out: dict[str, Any] = {}
         if self.kinds:
             out["kinds"] = list(self.kinds)
@@ -171,6 +181,8 @@ class Setup:
             out["controllers"] = True
         if self.server_version is not None:
             out["server_version"] = self.server_version
+        if self.pinned:
+            out["pinned"] = list(self.pinned)
         return out
 
 
@@ -178,14 +190,20 @@ def check_world(setup: Setup) -> None:
     """Build ``setup``'s starting world once on a scratch server, so that an object the server
     refuses or a kind kubesim cannot build is a usage error before any example runs
     (:class:`~kubesim.workload.manifests.InvalidObjects`, a ValueError naming it)."""
-    if not setup.objects and not setup.kinds:
+    if not setup.objects and not setup.kinds and not setup.pinned:
         return
     from kubesim.scenario.workload import Workload
     from kubesim.workload.manifests import apply_manifests
 
     server = APIServer(seed=0)
     apply_manifests(server, setup.objects)
-    Workload(server, namespaces=setup.namespaces, declared=setup.kinds, models=setup.objects)
+    Workload(
+        server,
+        namespaces=setup.namespaces,
+        declared=setup.kinds,
+        models=setup.objects,
+        pinned=setup.pinned,
+    )
 
 
 # The rounds whose retained bytes an oracle judges: the tail's (kubesim.checks.bounded.window;
@@ -268,7 +286,9 @@ class ScenarioRun:
         self.server.read_hooks.append(self._read_watch)
         from kubesim.scenario.workload import Workload
 
-        self.workload = Workload(self.server, namespaces=setup.namespaces, models=setup.objects)
+        self.workload = Workload(
+            self.server, namespaces=setup.namespaces, models=setup.objects, pinned=setup.pinned
+        )
         # Measure retained memory at every round, not only where bounded judges it (a report).
         self.memory_every_round = False
 
@@ -336,6 +356,9 @@ class ScenarioRun:
 
     def live(self, resource: str) -> list[Key]:
         return self.workload.live(resource)
+
+    def deletable(self, resource: str) -> list[Key]:
+        return self.workload.deletable(resource)
 
     def new_key(self, resource: str) -> Key:
         if resource == "pods":

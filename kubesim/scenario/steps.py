@@ -74,6 +74,11 @@ class World(Protocol):
         """The objects of ``resource`` on the server, (namespace, name), in key order."""
         ...
 
+    def deletable(self, resource: str) -> list[Key]:
+        """:meth:`live` but the pinned objects (``Setup(pinned=...)``): those a step may
+        delete or terminate."""
+        ...
+
     def new_key(self, resource: str) -> Key:
         """A fresh key for a new object of ``resource`` (namespace "" if cluster-scoped)."""
         ...
@@ -96,8 +101,10 @@ class Step:
         return {"kind": self.kind, **vars(self)}
 
 
-def _pick(world: World, index: int) -> Key | None:
-    live = world.live_pods()
+def _pick(world: World, index: int, *, ending: bool = False) -> Key | None:
+    """The pod at ``index`` (modulo) among the live ones; ``ending``: among those a step may
+    delete or terminate (not the pinned)."""
+    live = world.deletable("pods") if ending else world.live_pods()
     return live[index % len(live)] if live else None
 
 
@@ -176,8 +183,9 @@ class DeletePods(Step):
         return "; ".join(lines)
 
     def chosen(self, world: World, resource: str = "pods") -> list[Key]:
-        """The objects this step deletes: ``count`` from position ``index``, in key order."""
-        live = world.live(resource)
+        """The objects this step deletes: ``count`` from position ``index``, in key order
+        (the pinned ones left out)."""
+        live = world.deletable(resource)
         return [live[(self.index + i) % len(live)] for i in range(min(self.count, len(live)))]
 
     def __str__(self) -> str:
@@ -316,16 +324,17 @@ class UpdatePodStatus(Step):
         if self.change not in STATUS_CHANGES:
             raise ValueError(f"change must be one of {STATUS_CHANGES}, got {self.change!r}")
         lines = [self._pod(world)]
+        ending = self.change == "terminate"
         for resource in world.resources():
             if resource in _OTHER_STATUS:
-                live = world.live(resource)
+                live = world.deletable(resource) if ending else world.live(resource)
                 if live:
                     key = live[self.index % len(live)]
                     lines.append(_OTHER_STATUS[resource](world, key, self.change, self.phase))
         return "; ".join(lines)
 
     def _pod(self, world: World) -> str:
-        key = _pick(world, self.index)
+        key = _pick(world, self.index, ending=self.change == "terminate")
         if key is None:
             return "update status: no pods"
         namespace, name = key
@@ -371,7 +380,7 @@ class ReusePodIP(Step):
     kind: ClassVar[str] = "ip-reuse"
 
     def apply(self, world: World) -> str:
-        key = _pick(world, self.index)
+        key = _pick(world, self.index, ending=True)
         if key is None:
             return "reuse a pod IP: no pods"
         namespace, name = key

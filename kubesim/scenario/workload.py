@@ -31,7 +31,7 @@ from typing import Any
 from kubesim._core.words import did_you_mean
 from kubesim.apiserver.server import APIServer
 from kubesim.apiserver.status import StatusError
-from kubesim.workload.manifests import resource_name
+from kubesim.workload.manifests import parse_pinned, pinned_in, resource_name
 from kubesim.workload.pods import TIERS
 from kubesim.workload.templates import TEMPLATES, build, name_prefix
 
@@ -129,6 +129,7 @@ class Workload:
         namespaces: int,
         declared: Sequence[str] = (),
         models: Iterable[JSON] = (),
+        pinned: Iterable[str] = (),
     ) -> None:
         self.server = server
         self.namespaces = namespaces
@@ -139,8 +140,16 @@ class Workload:
         # The objects of each kind in the user's starting world: what new ones clone, in turn,
         # into the namespaces they are in.
         self._models: dict[tuple[str, str], list[JSON]] = {}
+        models = list(models)
         for obj in models:
             self._models.setdefault((obj["apiVersion"], obj["kind"]), []).append(obj)
+        # The objects no step deletes or terminates, by (resource, key); a reference to a
+        # resource the server does not serve is named like an unknown kind.
+        self._pinned: set[tuple[str, Key]] = set()
+        for reference in (*pinned, *pinned_in(models)):
+            resource_name, namespace, name = parse_pinned(reference)
+            resource = self._served(resource_name, "pinned")
+            self._pinned.add((resource.plural, (namespace if resource.namespaced else "", name)))
         self.declared: list[str] = []
         self.declare(declared)
 
@@ -151,18 +160,7 @@ class Workload:
 
         declared = []
         for name in names:
-            try:
-                resource = self.server.resource(name)
-            except KeyError as exc:
-                served = [
-                    f"{resource.plural}.{resource.group}" if resource.group else resource.plural
-                    for resource in self.server.resources
-                ]
-                hint = did_you_mean(name, served)
-                raise ValueError(
-                    f"kinds: the server serves no resource {name!r}{hint} (a custom resource "
-                    "needs its CustomResourceDefinition in the starting objects)"
-                ) from exc
+            resource = self._served(name, "kinds")
             refused = self._refusal(resource)
             if refused is not None:
                 raise NoTemplate(
@@ -172,6 +170,20 @@ class Workload:
                 )
             declared.append(resource_name(resource))
         self.declared = declared
+
+    def _served(self, name: str, what: str) -> Any:
+        try:
+            return self.server.resource(name)
+        except KeyError as exc:
+            served = [
+                f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+                for resource in self.server.resources
+            ]
+            hint = did_you_mean(name, served)
+            raise ValueError(
+                f"{what}: the server serves no resource {name!r}{hint} (a custom resource "
+                "needs its CustomResourceDefinition in the starting objects)"
+            ) from exc
 
     # -- which resources ---------------------------------------------------------------------
     def resources(self) -> list[str]:
@@ -240,6 +252,15 @@ class Workload:
         if shape is None:
             return [key for key, _ in items]
         return [key for key, stored in items if shape.holds(key, stored.obj)]
+
+    def deletable(self, name: str) -> list[Key]:
+        """The objects of ``name`` a step may delete or terminate: :meth:`live` but the pinned
+        ones (``Setup(pinned=...)``, the ``kubesim/pinned`` annotation)."""
+        live = self.live(name)
+        if not self._pinned:
+            return live
+        plural = self.server.resource(name).plural
+        return [key for key in live if (plural, key) not in self._pinned]
 
     def new_key(self, name: str, number: int | None = None) -> Key:
         """A fresh key for ``name``: the next number of its own counter (pods pass theirs)."""

@@ -25,6 +25,40 @@ class InvalidObjects(ValueError):
     """A starting-world object that cannot be used: which one, and what was expected."""
 
 
+# A starting object with this annotation set to "true" is pinned: the workload's steps never
+# delete or terminate it (the pod a store's own process runs in, a Namespace it needs). What it
+# clones for new objects of the kind does not carry the annotation.
+PINNED_ANNOTATION = "kubesim/pinned"
+
+
+def pinned_in(objects: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The references (``KIND/NAMESPACE/NAME``, ``KIND/NAME`` when cluster-scoped) of the
+    objects annotated :data:`PINNED_ANNOTATION` ``"true"``."""
+    found = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if (meta.get("annotations") or {}).get(PINNED_ANNOTATION) == "true":
+            namespace = meta.get("namespace")
+            parts = [str(obj.get("kind")), *([namespace] if namespace else []), meta["name"]]
+            found.append("/".join(parts))
+    return found
+
+
+def parse_pinned(reference: str) -> tuple[str, str, str]:
+    """``RESOURCE/NAMESPACE/NAME`` or ``RESOURCE/NAME`` as (resource, namespace, name), the
+    resource as written (a plural, a kind or a short name: the server resolves it). A
+    ValueError names a reference of another shape."""
+    parts = reference.split("/") if isinstance(reference, str) else []
+    if len(parts) not in (2, 3) or not all(parts):
+        raise ValueError(
+            "Setup(pinned=...) takes references RESOURCE/NAMESPACE/NAME (or RESOURCE/NAME for a "
+            f"cluster-scoped object), such as 'pods/default/ray-head'; got {reference!r}"
+        )
+    if len(parts) == 2:
+        return parts[0], "", parts[1]
+    return parts[0], parts[1], parts[2]
+
+
 def load_manifests(path: str | Path) -> list[JSON]:
     """The objects in a YAML or JSON manifest file, ``List`` items flattened."""
     file = Path(path)

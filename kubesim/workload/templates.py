@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubesim.apiserver.resources import ResourceType
+from kubesim.workload.manifests import PINNED_ANNOTATION
 from kubesim.workload.pods import make_pod
 
 JSON = dict[str, Any]
@@ -279,6 +280,9 @@ def clone(
     if namespace:
         meta["namespace"] = namespace
     meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    annotations = meta.get("annotations")
+    if annotations and PINNED_ANNOTATION in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != PINNED_ANNOTATION}
     obj["metadata"] = meta
     obj.pop("status", None)
     return obj

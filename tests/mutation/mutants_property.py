@@ -250,4 +250,15 @@ MUTANTS = [
         ],
         "why": "a store hammering a restarting API server every tenth of a second passes",
     },
+    {
+        "name": "pinned-objects-deleted-anyway",
+        "path": "kubesim/scenario/workload.py",
+        "old": "        if not self._pinned:\n            return live\n",
+        "new": "        return live\n",
+        "tests": [
+            "tests/unit/test_pinned_objects.py::"
+            "test_a_pinned_reference_is_never_deleted_or_terminated",
+        ],
+        "why": "a store standing on its own pod would be failed by a workload no cluster runs",
+    },
 ]
