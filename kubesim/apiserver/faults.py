@@ -117,6 +117,19 @@ class RequestFailures:
         failures = sum(rule.remaining or 0 for rule in self._rules)
         return failures + sum(refusal.remaining or 0 for refusal in self._refusals)
 
+    def lasting(self, now: float) -> str | None:
+        """What a request gets now from a lasting failure (an outage, a restart), in words:
+        ``"answered 503"``, ``"refused"``; None when none lasts."""
+        for refusal in self._refusals:
+            if refusal.remaining is None and (refusal.until is None or now < refusal.until):
+                return "refused (the API server is restarting)"
+        for rule in self._rules:
+            if rule.remaining is None and (rule.until is None or now < rule.until):
+                ends = f" until {rule.until:g} s" if rule.until is not None else ""
+                answer = f"answered {rule.code}" if rule.code else "reset"
+                return f"{answer} (an outage{ends})"
+        return None
+
     def clear(self) -> None:
         self._rules.clear()
         self._refusals.clear()

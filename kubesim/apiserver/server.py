@@ -202,9 +202,10 @@ class APIServer(FaultInjection):
         self.wait_policy: WaitPolicy = wait_policy if wait_policy is not None else LiveWait()
         self.resource_types = ResourceTypes()
         self.request_count = 0
-        # Called (lock held) with (method, path) before each request is served. A harness may
-        # raise a BaseException here to stop a client that loops on requests without ever
-        # waiting (kubesim.scenario's hot-loop guard); nothing else should raise.
+        # Called (lock held) with (method, target: the path and its query string, as sent)
+        # before each request is served. A harness may raise a BaseException here to stop a
+        # client that loops on requests without ever waiting (kubesim.scenario's hot-loop
+        # guard); nothing else should raise.
         self.request_listeners: list[Callable[[str, str], None]] = []
         # Called with each request before it is served, without the lock, in the caller's
         # thread: a harness may block there (a request in flight while something else

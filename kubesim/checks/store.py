@@ -368,6 +368,12 @@ def judge(recording: Recording, *, only: Collection[str] | None = None) -> Verdi
         why = oracle.exercised(recording)
         if why is not None:
             unexercised.append((oracle.name, why))
+    # A run that ended early is judged by ``failure`` alone, but what ended it may be another
+    # oracle's finding (a hot request loop is progress'): that oracle is the one that fired.
+    fired = {v.property for v in violations} - set(ran)
+    if fired:
+        ran = [o.name for o in ORACLES if o.name in ran or o.name in fired]
+        skipped = [(name, why) for name, why in skipped if name not in fired]
     return Verdict(tuple(violations), tuple(ran), tuple(skipped), tuple(unexercised))
 
 

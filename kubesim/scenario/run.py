@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 import traceback
+import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -82,6 +84,31 @@ STOP_GRACE = 30.0
 # (kubelet's CrashLoopBackOff, pkg/kubelet/kubelet.go backOffPeriod and MaxContainerBackOff).
 CRASH_LOOP_BACKOFF = 10.0
 CRASH_LOOP_MAX_BACKOFF = 300.0
+
+
+def hot_loop_reason(server: APIServer, requests: Counter[tuple[str, str]]) -> str:
+    """What a hot request loop repeats: its most made request, how often, and what the server
+    answers it when that is decided by the request alone (a resourceVersion compacted away)."""
+    (method, target), count = requests.most_common(1)[0]
+    said = f"{count:,} of them {method} {target}"
+    query = urllib.parse.parse_qs(target.partition("?")[2])
+    version = (query.get("resourceVersion") or [""])[0]
+    watch = (query.get("watch") or [""])[0] in ("1", "true", "True")
+    if version.isdigit() and int(version) < server.storage.compacted_rv:
+        answer = (
+            "each answered with a 410 Gone ERROR event ('too old resource version')"
+            if watch
+            else "each answered 410 Gone ('too old resource version')"
+        )
+        oldest = server.storage.compacted_rv
+        said += (
+            f": a {'watch' if watch else 'list'} from resourceVersion {version}, which the server "
+            f"has compacted away (the oldest it serves is {oldest}), {answer}, and the store asks "
+            "again from the same resourceVersion"
+        )
+    elif (lasting := server.request_failures.lasting(server.clock.now())) is not None:
+        said += f", each {lasting}"
+    return said
 
 
 class HotRequestLoop(BaseException):
@@ -251,6 +278,7 @@ class ScenarioRun:
         self._round = 0
         self._instant = -1.0
         self._requests_at_instant = 0
+        self._targets_at_instant: Counter[tuple[str, str]] = Counter()
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         # Readers whose read waits for the store's next relist (see start_reader): registered
@@ -329,19 +357,21 @@ class ScenarioRun:
         stopper.start()
         stopper.join(STOP_IN_HANDLER)
 
-    def _count_request(self, method: str, path: str) -> None:
+    def _count_request(self, method: str, target: str) -> None:
         # Requests at one instant of virtual time: a store that waits (a sleep, a watch that
         # stays open) lets time move and starts a new count.
         now = self.server.clock.now()
         if now != self._instant:
             self._instant = now
             self._requests_at_instant = self.server.request_count - 1
+            self._targets_at_instant.clear()
+        self._targets_at_instant[method, target] += 1
         made = self.server.request_count - self._requests_at_instant
         if made > HOT_LOOP_REQUESTS:
             raise HotRequestLoop(
                 f"the store made {made:,} API requests at virtual time {now:g} s without "
-                f"waiting for anything (last: {method} {path}): a hot request loop (no backoff "
-                "after an error, or a re-watch that ends at once)"
+                f"waiting for anything: {hot_loop_reason(self.server, self._targets_at_instant)}"
+                "; a hot request loop (no backoff after an error, or a re-watch that ends at once)"
             )
 
     # -- World -------------------------------------------------------------------------------
@@ -674,6 +704,7 @@ class ScenarioRun:
 
     def observe(self, step: str, phase: str) -> Round:
         self._requests_at_instant = self.server.request_count
+        self._targets_at_instant.clear()
         self._verify_isolation()
         store = self.store
         hooks = self.recording.hooks

@@ -235,8 +235,10 @@ def handle(
             hook(request)
         with server.lock:
             server.request_count += 1
-            for listener in server.request_listeners:
-                listener(request.method, request.path)
+            if server.request_listeners:
+                target = f"{request.path}?{request.query}" if request.query else request.path
+                for listener in server.request_listeners:
+                    listener(request.method, target)
     asking = ASKS_AGAIN.set(asks_again and not waited)
     try:
         response = _dispatch(server, request)

@@ -73,7 +73,7 @@ def test_the_informer_retries_a_failed_list_without_waiting() -> None:
     assert [v.property for v in verdict.violations] == ["progress"], verdict
     summary = verdict.violations[0].summary
     assert "1,001 API requests at virtual time 0 s without waiting for anything" in summary
-    assert "(last: GET /api/v1/pods)" in summary
+    assert "1,001 of them GET /api/v1/pods, each answered 429 (an outage until 30 s)" in summary
 
 
 def test_a_5xx_outage_is_the_same_loop() -> None:

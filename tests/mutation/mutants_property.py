@@ -261,4 +261,26 @@ MUTANTS = [
         ],
         "why": "a store standing on its own pod would be failed by a workload no cluster runs",
     },
+    {
+        "name": "hot-loop-silent-on-the-410-it-repeats",
+        "path": "kubesim/scenario/run.py",
+        "old": "    if version.isdigit() and int(version) < server.storage.compacted_rv:\n",
+        "new": "    if False:\n",
+        "tests": [
+            "tests/unit/test_hot_loop_reasons.py::"
+            "test_a_rewatch_loop_after_a_410_names_the_version_and_the_410",
+        ],
+        "why": "a re-watch loop after a 410 would be reported with no word of the 410",
+    },
+    {
+        "name": "fired-oracle-listed-as-skipped",
+        "path": "kubesim/checks/store.py",
+        "old": "    fired = {v.property for v in violations} - set(ran)\n",
+        "new": "    fired: set[str] = set()\n",
+        "tests": [
+            "tests/unit/test_hot_loop_reasons.py::"
+            "test_a_rewatch_loop_after_a_410_names_the_version_and_the_410",
+        ],
+        "why": "a report would say progress was skipped in the run progress failed",
+    },
 ]
