@@ -15,7 +15,7 @@ part by its keys.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,19 +133,40 @@ class Recording:
     failed_starts: list[tuple[float, str]] = field(default_factory=list)
 
 
-def object_key(key: Any) -> str:
-    """``namespace/name`` for the keys stores use (strings, or (namespace, name) tuples)."""
+def object_key(key: Any, canonical: Callable[[str], str] | None = None) -> str:
+    """``namespace/name`` for the keys stores use (strings, or (namespace, name) tuples), and
+    ``resource:namespace/name`` for a store of several kinds, whose keys are (resource,
+    namespace, name) tuples (``canonical`` turns the resource as the store names it, "Service"
+    or "svc", into the server's name for it, "services")."""
     if isinstance(key, str):
         return key
     # Called for every entry of every view and server state: no generator on the way.
-    if isinstance(key, tuple) and len(key) == 2:
-        namespace, name = key
-        if isinstance(namespace, str) and isinstance(name, str):
-            return f"{namespace}/{name}" if namespace else name
+    if isinstance(key, tuple):
+        if len(key) == 2:
+            namespace, name = key
+            if isinstance(namespace, str) and isinstance(name, str):
+                return f"{namespace}/{name}" if namespace else name
+        elif len(key) == 3 and all(isinstance(part, str) for part in key):
+            resource, namespace, name = key
+            if canonical is not None:
+                resource = canonical(resource)
+            return f"{resource}:{namespace}/{name}" if namespace else f"{resource}:{name}"
     raise TypeError(
-        "view() keys must be 'namespace/name' strings or (namespace, name) tuples, "
+        "view() keys must be 'namespace/name' strings, (namespace, name) tuples, or "
+        "(resource, namespace, name) tuples for a store of several kinds, "
         f"got {key!r} ({type(key).__name__})"
     )
+
+
+def qualified_key(resource: str, key: tuple[str, str]) -> str:
+    """The key of a server object of ``resource`` as a several-kinds view has it."""
+    namespace, name = key
+    return f"{resource}:{namespace}/{name}" if namespace else f"{resource}:{name}"
+
+
+def of_several_kinds(view: Mapping[Any, Any]) -> bool:
+    """Whether ``view``'s keys carry their resource: (resource, namespace, name) tuples."""
+    return any(isinstance(key, tuple) and len(key) == 3 for key in view)
 
 
 def observe(value: Any) -> Observed:
@@ -169,7 +190,11 @@ def observe(value: Any) -> Observed:
     return Observed(str(uid) if uid else None, version)
 
 
-def normalise_view(view: Mapping[Any, Any]) -> dict[str, Observed]:
+def normalise_view(
+    view: Mapping[Any, Any], canonical: Callable[[str], str] | None = None
+) -> dict[str, Observed]:
     if not isinstance(view, Mapping):
         raise TypeError(f"view() must return a mapping of key -> object, got {type(view).__name__}")
-    return {object_key(key): observe(value) for key, value in view.items()}
+    if canonical is None:
+        return {object_key(key): observe(value) for key, value in view.items()}
+    return {object_key(key, canonical): observe(value) for key, value in view.items()}

@@ -48,11 +48,14 @@ from kubesim.checks.recording import (
     normalise_view,
     object_key,
     observe,
+    of_several_kinds,
+    qualified_key,
 )
 from kubesim.checks.state import compare
 from kubesim.scenario.steps import LABEL_KEYS, Key, Step
 from kubesim.sched.strategies import Preemptions
 from kubesim.sim.store import FactoryFailed
+from kubesim.workload.manifests import resource_name
 
 StoreFactory = Callable[[Any], Any]
 
@@ -279,6 +282,8 @@ class ScenarioRun:
         self._instant = -1.0
         self._requests_at_instant = 0
         self._targets_at_instant: Counter[tuple[str, str]] = Counter()
+        # The store's view is keyed by (resource, namespace, name): see _view.
+        self._several_kinds = False
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         # Readers whose read waits for the store's next relist (see start_reader): registered
@@ -717,7 +722,7 @@ class ScenarioRun:
             self.recording.effect_instances.extend([self._instances] * len(performed))
         # A store whose process is restarting has no view and no sizes at this point.
         up = store is not None
-        view = normalise_view(self._call("view")) if "view" in hooks and up else None
+        view = self._view(self._call("view")) if "view" in hooks and up else None
         if view:
             self._handed_out = True
             self._shown_namespaces.update(key.partition("/")[0] for key in view if "/" in key)
@@ -776,6 +781,27 @@ class ScenarioRun:
     def _step_line(self) -> str:
         return self.lines[-1] if self.lines else "setup"
 
+    def _view(self, view: Any) -> dict[str, Observed]:
+        """A view as the oracles compare it. A store of several kinds keys its view by
+        (resource, namespace, name): from the first such view on, the server's objects are keyed
+        by their resource too (``services:default/web``), so a Service and a pod of one name are
+        two objects, as they are to the store."""
+        if isinstance(view, Mapping) and of_several_kinds(view):
+            self._several_kinds = True
+        if not self._several_kinds:
+            return normalise_view(view)
+        return normalise_view(view, self._resource_name)
+
+    def _resource_name(self, name: str) -> str:
+        try:
+            return resource_name(self.server.resource(name))
+        except KeyError:
+            raise TypeError(
+                f"view() key names the resource {name!r}, which the server does not serve "
+                "(keys of a store of several kinds are (resource, namespace, name) tuples: "
+                "'pods', 'services', 'jobs.batch')"
+            ) from None
+
     def watched_objects(self) -> dict[str, Observed]:
         """What the server holds within the scope of the watches the store has opened in this
         run (of its lists, if it never watched; pods if it did neither yet).
@@ -801,19 +827,24 @@ class ScenarioRun:
             if not self._scopes and self._list_scopes:
                 # A store that only lists (it polls): what it lists is what it holds.
                 for scope in self._list_scopes.values():
+                    qualified = resource_name(scope.resource) if self._several_kinds else None
                     for key, stored in server.storage.items(scope.resource):
                         if scope.matches(key, stored):
-                            out[object_key(key)] = observe(stored.obj)
+                            name = qualified_key(qualified, key) if qualified else object_key(key)
+                            out[name] = observe(stored.obj)
                 return out
             if not self._scopes:
                 pods = server.resource("pods")
                 for key, stored in server.storage.items(pods):
-                    out[object_key(key)] = observe(stored.obj)
+                    name = qualified_key("pods", key) if self._several_kinds else object_key(key)
+                    out[name] = observe(stored.obj)
                 return out
             for watcher in self._judged_scopes():
+                qualified = resource_name(watcher.resource) if self._several_kinds else None
                 for key, stored in server.storage.items(watcher.resource):
                     if watcher.matches(key, stored):
-                        out[object_key(key)] = observe(stored.obj)
+                        name = qualified_key(qualified, key) if qualified else object_key(key)
+                        out[name] = observe(stored.obj)
         return out
 
     def _judged_scopes(self) -> list[Any]:
@@ -821,7 +852,6 @@ class ScenarioRun:
         the cluster's machinery (CRDs, Namespaces, APIServices: kopf watches CRDs to follow
         its resources' definitions) when the store also watches a resource of its own."""
         from kubesim.scenario.workload import INFRASTRUCTURE
-        from kubesim.workload.manifests import resource_name
 
         scopes = list(self._scopes.values())
         own = [w for w in scopes if resource_name(w.resource) not in INFRASTRUCTURE]
@@ -953,7 +983,7 @@ class ScenarioRun:
             return  # still catching up after a cut: a lag, not history
 
         def behind() -> bool:
-            return bool(compare(normalise_view(self._call("view")), self.watched_objects()))
+            return bool(compare(self._view(self._call("view")), self.watched_objects()))
 
         if behind():
             # Time is let pass: a reader the last step armed reads first, as the store stands
@@ -1109,7 +1139,7 @@ class ScenarioRun:
 
         if "view" not in self.recording.hooks or instance.store is None:
             return instance.store is not None
-        view = normalise_view(self._hook(instance, "view"))
+        view = self._view(self._hook(instance, "view"))
         return not compare(view, self.watched_objects())
 
     def _hook(self, instance: _Instance, hook: str) -> Any:

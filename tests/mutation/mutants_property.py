@@ -283,4 +283,18 @@ MUTANTS = [
         ],
         "why": "a report would say progress was skipped in the run progress failed",
     },
+    {
+        "name": "server-keys-without-their-resource",
+        "path": "kubesim/scenario/run.py",
+        "old": (
+            "        if isinstance(view, Mapping) and of_several_kinds(view):\n"
+            "            self._several_kinds = True\n"
+        ),
+        "new": "",
+        "tests": [
+            "tests/unit/test_view_of_several_kinds.py::"
+            "test_a_correct_store_of_two_kinds_is_judged_by_converge_and_monotone",
+        ],
+        "why": "a correct store of services and pods would differ from the server on every key",
+    },
 ]
