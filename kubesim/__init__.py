@@ -61,8 +61,7 @@ if _typing.TYPE_CHECKING:
     from kubesim.transport.kubernetes_client import kubernetes_client, patch_kubernetes
     from kubesim.workload.pods import make_pod, populate_pods
 
-__version__ = "0.1.0"
-"""kubesim's version (replay tokens record it)."""
+from kubesim._version import __version__
 
 # Imported on first use (kubesim._lazy): pytest imports this package in every run where kubesim
 # is installed (the plugin), so `import kubesim` must not pull in the server or the simulation.

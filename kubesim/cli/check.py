@@ -351,7 +351,8 @@ def _drawn(report: Any) -> str:
     order (a kind ``--faults`` left out is not listed: it was never a candidate)."""
     from kubesim.scenario.steps import STEP_KINDS
 
-    enabled = set(report.enabled) if report.enabled else {row.kind for row in STEP_KINDS}
+    every = {row.kind for row in STEP_KINDS}
+    enabled = every if report.enabled is None else set(report.enabled)
     return ", ".join(
         f"{row.kind} {report.kinds.get(row.kind, 0)}" for row in STEP_KINDS if row.kind in enabled
     )

@@ -14,7 +14,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
-import kubesim
+from kubesim._version import __version__
 from kubesim.cli.arguments import (
     EXIT_EXPECTATION_FAILED,
     EXIT_OK,
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"kubesim {kubesim.__version__} (Python {platform.python_version()})",
+        version=f"kubesim {__version__} (Python {platform.python_version()})",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -65,7 +65,9 @@ def campaign_data(
         "coverage": {
             "steps_drawn": dict(sorted(report.kinds.items())),
             "kinds": [
-                row.kind for row in STEP_KINDS if not report.enabled or row.kind in report.enabled
+                row.kind
+                for row in STEP_KINDS
+                if report.enabled is None or row.kind in report.enabled
             ],
         },
     }

@@ -283,11 +283,12 @@ def _coverage(data: dict[str, Any]) -> list[str]:
             'height="12" fill="#6366f1"/></svg></td></tr>'
         )
     never = [k for k in data["coverage"]["kinds"] if not drawn.get(k)]
-    note = (
-        f"<p>Never drawn: {escape(', '.join(never))}.</p>"
-        if never
-        else "<p>Every step kind was drawn at least once.</p>"
-    )
+    if not data["coverage"]["kinds"]:
+        note = "<p>No steps: the setup, the quiesce and the tail rounds only.</p>"
+    elif never:
+        note = f"<p>Never drawn: {escape(', '.join(never))}.</p>"
+    else:
+        note = "<p>Every step kind was drawn at least once.</p>"
     searched = counted(data.get("found_at") or data["examples"], "example")
     steps = counted(sum(drawn.values()), "step")
     return [

@@ -125,8 +125,8 @@ class CheckReport:
     # Steps drawn per kind by the search, up to and including the first failing example (the
     # shrinker's tries after it are not counted).
     kinds: Counter[str] = field(default_factory=Counter)
-    # The step kinds the campaign could draw (``kinds=``), in table order.
-    enabled: tuple[str, ...] = ()
+    # The step kinds the campaign could draw (``kinds=``), in table order; None: every kind.
+    enabled: tuple[str, ...] | None = None
     out_of_time: bool = False
     # The example at which the first violation turned up (the rest were spent shrinking it).
     found_at: int | None = None

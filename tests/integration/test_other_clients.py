@@ -63,7 +63,7 @@ def test_a_lightkube_cache_whose_relist_merges_keeps_a_deleted_pod_and_is_caught
     assert "\nconverge: " in done.stdout  # the properties it breaks, each a line of its own
     assert "\nhistory: " in done.stdout
     # Shrunk to the one step that shows it: a delete the watch never reports.
-    assert "scenario (1 steps):\n  1. delete team-0/web-000 while disconnected\n" in done.stdout
+    assert "scenario (1 step):\n  1. delete team-0/web-000 while disconnected\n" in done.stdout
     assert "replay: kubesim replay ks1." in done.stdout
 
 

@@ -38,6 +38,7 @@ TYPE_CIRCLES = [
 LAYERS: dict[str, set[str]] = {
     "kubesim._core": set(),
     "kubesim._lazy": set(),
+    "kubesim._version": set(),
     "kubesim.apiserver": {"kubesim._core"},
     "kubesim.admission": {"kubesim._core", "kubesim.apiserver"},
     "kubesim.cluster": {"kubesim._core", "kubesim.apiserver", "kubesim.admission"},
