@@ -725,7 +725,10 @@ class ScenarioRun:
         view = self._view(self._call("view")) if "view" in hooks and up else None
         if view:
             self._handed_out = True
-            self._shown_namespaces.update(key.partition("/")[0] for key in view if "/" in key)
+            # "namespace/name", or "resource:namespace/name" for a store of several kinds.
+            self._shown_namespaces.update(
+                key.rpartition(":")[2].partition("/")[0] for key in view if "/" in key
+            )
         sizes = dict(self._call("sizes")) if "sizes" in hooks and up else {}
         server = self.watched_objects()
         self._instance_shown = self._instance_shown or bool(view)

@@ -147,8 +147,8 @@ class Workload:
         # resource the server does not serve is named like an unknown kind.
         self._pinned: set[tuple[str, Key]] = set()
         for reference in (*pinned, *pinned_in(models)):
-            resource_name, namespace, name = parse_pinned(reference)
-            resource = self._served(resource_name, "pinned")
+            named, namespace, name = parse_pinned(reference)
+            resource = self._served(named, "pinned")
             self._pinned.add((resource.plural, (namespace if resource.namespaced else "", name)))
         self.declared: list[str] = []
         self.declare(declared)
