@@ -38,6 +38,7 @@ class FaultInjection:
     watch_caches: list[WatchCache]
     lagging_replica: WatchCache | None
     replica_pinned: bool
+    replica_served: list[int]
     request_failures: RequestFailures
 
     def notify_changed(self) -> None:
@@ -288,6 +289,7 @@ class FaultInjection:
         if not self.replica_pinned and not self._replica_choices.integer(0, 1):
             return self.watch_cache
         self.trace.record("served-by-replica", replica.resource_version)
+        self.replica_served.append(replica.resource_version)
         return replica
 
     def _forget_idle_replicas(self) -> None:

@@ -189,6 +189,9 @@ class APIServer(FaultInjection):
         self.watch_caches: list[WatchCache] = [self.watch_cache]
         self.lagging_replica: WatchCache | None = None
         self.replica_pinned = False  # every request the cache serves goes to the replica
+        # The resourceVersion of each list or watch a lagging replica served, in order: how a
+        # harness tells that a store was taken back in time by one (kubesim.checks.state).
+        self.replica_served: list[int] = []
         self._replica_choice_source = self.choices.fork("replica")
         self.watch_list = watch_list
         # ConsistentListFromCache (beta and on from 1.31): a list with no resourceVersion is

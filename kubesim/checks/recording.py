@@ -50,6 +50,9 @@ class Round:
     # False while a store (re)started since the last round has shown nothing of a world that is
     # not empty: its empty view is a store still syncing, not one that let objects go.
     synced: bool = True
+    # The resourceVersions a lagging replica answered the store's lists and watches at since
+    # the round before (what can take a store back in time: kubesim.checks.state).
+    replica_served: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

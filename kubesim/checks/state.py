@@ -94,12 +94,29 @@ def check_converged(recording: Recording) -> Violation | None:
     return None
 
 
+def _replica_cause(served: list[int], held: int) -> str:
+    """``: a lagging replica answered ...`` when one answered the store at a resourceVersion
+    older than what it held (its list or watch took the store back), else ""."""
+    older = sorted({rv for rv in served if rv < held})
+    if not older:
+        return ""
+    at = ", ".join(map(str, older))
+    return (
+        f": a lagging API server replica answered the store's list or watch at resourceVersion "
+        f"{at} in between, behind the {held} it held (client-go's reflector relists with the "
+        "resourceVersion it last saw, which no server answers with older state)"
+    )
+
+
 def check_monotone(recording: Recording) -> Violation | None:
     latest: dict[str, Observed] = {}
     # uid -> (key, round): objects the view let go of while the server no longer had them.
     dropped: dict[str, tuple[str, int]] = {}
     problems: list[str] = []
+    # What a lagging replica answered at since the last judged round: the cause to name.
+    replica: list[int] = []
     for round_ in recording.rounds:
+        replica.extend(round_.replica_served)
         if round_.view is None or not round_.synced:
             # A store restarted since the last round that shows nothing yet is syncing: what it
             # shows next is judged against what the store showed before, not against nothing.
@@ -117,6 +134,7 @@ def check_monotone(recording: Recording) -> Violation | None:
                 problems.append(
                     f"{key} went back from resourceVersion {before.resource_version} to "
                     f"{seen.resource_version} at round {round_.index} ({round_.step})"
+                    + _replica_cause(replica, before.resource_version)
                 )
             if seen.uid is not None and seen.uid in dropped:
                 _, gone_round = dropped.pop(seen.uid)
@@ -135,6 +153,7 @@ def check_monotone(recording: Recording) -> Violation | None:
             ):
                 dropped[before.uid] = (key, round_.index)
         latest = dict(round_.view)
+        replica.clear()
     if not problems:
         return None
     return Violation(

@@ -284,6 +284,8 @@ class ScenarioRun:
         self._targets_at_instant: Counter[tuple[str, str]] = Counter()
         # The store's view is keyed by (resource, namespace, name): see _view.
         self._several_kinds = False
+        # How many of the server's replica_served the rounds have recorded so far.
+        self._replica_seen = 0
         self._monitor: Any = None
         self._readers_waiting: list[threading.Event] = []
         # Readers whose read waits for the store's next relist (see start_reader): registered
@@ -754,6 +756,7 @@ class ScenarioRun:
             lists=self.server.lists_completed,
             refused=self.server.request_failures.injected,
             refused_writes=self.server.request_failures.injected_writes,
+            replica_served=self._replica_served_since(),
             server=server,
             view=view,
             sizes=sizes,
@@ -783,6 +786,12 @@ class ScenarioRun:
 
     def _step_line(self) -> str:
         return self.lines[-1] if self.lines else "setup"
+
+    def _replica_served_since(self) -> tuple[int, ...]:
+        served = self.server.replica_served
+        new = tuple(served[self._replica_seen :])
+        self._replica_seen = len(served)
+        return new
 
     def _view(self, view: Any) -> dict[str, Observed]:
         """A view as the oracles compare it. A store of several kinds keys its view by

@@ -297,4 +297,15 @@ MUTANTS = [
         ],
         "why": "a correct store of services and pods would differ from the server on every key",
     },
+    {
+        "name": "monotone-silent-on-the-lagging-replica",
+        "path": "kubesim/checks/state.py",
+        "old": "    older = sorted({rv for rv in served if rv < held})\n",
+        "new": "    older: list[int] = []\n",
+        "tests": [
+            "tests/unit/test_monotone_reasons.py::"
+            "test_a_relist_answered_by_a_lagging_replica_is_named_as_the_cause",
+        ],
+        "why": "a store taken back by a replica's stale list would be told only 'backwards'",
+    },
 ]
