@@ -11,11 +11,13 @@ Everything a user writes is importable from three places, each listing its names
   asyncio loop and its ``run``.
 - ``kubesim.checks``: the oracles.
 
-Every other module is internal and may change. The layers (imports point down only):
-``_core`` (choices, virtual clock, trace) < ``server`` (the fake API server, request in,
-response or watch stream out) < ``transport``, ``workload``, ``checks``, ``sched`` < ``sim``
-(the simulation that wires them together) < ``cli``. docs/explanation/architecture.md draws
-them.
+Every other module is internal and may change. Its layers (imports point down only), bottom
+up: the core (``_core``: choices, virtual clock, trace); the fake API server in layers
+(``apiserver``, then ``admission`` and ``cluster``, with ``wire`` beside them above the core);
+the scheduler (``sched``); the transports, the workload and the oracles (``transport``,
+``workload``, ``checks``); the simulation (``sim``); the property engine (``scenario``); then
+``report``, ``testing`` and ``cli``. docs/explanation/architecture.md draws them, and
+tests/unit/test_import_graph.py (``LAYERS``) holds the package to them.
 """
 
 from __future__ import annotations
