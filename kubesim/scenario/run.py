@@ -1073,6 +1073,7 @@ class ScenarioRun:
             self.sim._end_with_failure()
 
     def _compare_with_fresh(self, *, before_relist: bool) -> None:
+        from kubesim.checks.backlog import backlog
         from kubesim.checks.history import FreshComparison
         from kubesim.checks.provenance import Provenance
         from kubesim.checks.structure import snapshot
@@ -1139,7 +1140,14 @@ class ScenarioRun:
                 resources=plurals,
             )
         comparison = FreshComparison(
-            old, new, provenance, old_sizes, fresh_sizes, round=self._round, note=note
+            old,
+            new,
+            provenance,
+            old_sizes,
+            fresh_sizes,
+            round=self._round,
+            note=note,
+            backlog=backlog(self.store),
         )
         if before_relist:
             self.recording.fresh_before = comparison

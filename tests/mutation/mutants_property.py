@@ -308,4 +308,15 @@ MUTANTS = [
         ],
         "why": "a store taken back by a replica's stale list would be told only 'backwards'",
     },
+    {
+        "name": "history-silent-on-the-backlog",
+        "path": "kubesim/scenario/run.py",
+        "old": "            backlog=backlog(self.store),\n",
+        "new": "",
+        "tests": [
+            "tests/unit/test_backlog_reason.py::"
+            "test_a_history_difference_names_the_queue_still_holding_items",
+        ],
+        "why": "a worker behind its queue would be reported as a store that lost history",
+    },
 ]
