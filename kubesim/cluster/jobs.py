@@ -1,6 +1,6 @@
 """The Job controller: a Job's pods made, counted and finished, as kube-controller-manager does.
 
-What pkg/controller/job does that clients and tests see, without its timing or its backoff:
+What pkg/controller/job does that clients and tests see:
 
 - **Pods** from the template (``generateName: {job}-``, owned by the Job as its controller, the
   template's labels, which carry the generated ``job-name`` and ``controller-uid``): as many as
@@ -19,6 +19,9 @@ What pkg/controller/job does that clients and tests see, without its timing or i
   failed than ``backoffLimit``, the active pods are deleted and the conditions
   ``FailureTarget`` and ``Failed``, reason ``BackoffLimitExceeded`` ("Job has reached the
   specified backoff limit"). A finished Job is left alone.
+- **Back-off**: after ``n`` failed pods since the last success, the next pod is made
+  ``min(10 s * 2 ** (n - 1), 6 min)`` after the last failure; in between the Job has no
+  active pod, ``status.failed`` counts the failures and no condition is set (a retry pending).
 - **Suspending**: ``spec.suspend: true`` deletes the active pods and sets the ``Suspended``
   condition (``JobSuspended``, "Job suspended"); resuming sets it ``False`` (``JobResumed``,
   "Job resumed") and runs pods again from a new ``startTime``.
@@ -30,8 +33,7 @@ kubesim's kubelets run containers until their pod is deleted, so a pod of a Job 
 fails only when a client (a scenario, a test) writes its ``status.phase``, as a kubelet would.
 Not modelled: the ``batch.kubernetes.io/job-tracking`` finalizer on the pods (and so
 ``uncountedTerminatedPods`` stays empty), ``activeDeadlineSeconds``, the pod failure and success
-policies, ``backoffLimitPerIndex``, the exponential backoff between failed pods, and
-``ttlSecondsAfterFinished`` (the TTL controller's).
+policies, ``backoffLimitPerIndex``, and ``ttlSecondsAfterFinished`` (the TTL controller's).
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ JSON = dict[str, Any]
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
 COMPLETED = "Reached expected number of succeeded pods"
+# The pod failure back-off, virtual seconds: 10 s, doubled per failure, capped at six minutes
+# (pkg/controller/job DefaultJobBackOff and MaxJobBackOff; the Job documentation's "Pod
+# backoff failure policy").
+POD_FAILURE_BACKOFF = 10.0
+MAX_POD_FAILURE_BACKOFF = 360.0
 _TERMINAL = ("Succeeded", "Failed")
 # JobStatus's fields in the order Go declares (and encodes) them.
 _STATUS_ORDER = (
@@ -75,6 +82,9 @@ class Jobs:
         self.server = controllers.server
         self.pods = self.server.resource("pods")
         self.jobs = self.server.resource("jobs")
+        # When each ended pod (by uid) was first seen ended, and each Job's back-off timer.
+        self._ended: dict[str, float] = {}
+        self._timers: dict[Key, Any] = {}
 
     def sync(self, key: Key) -> None:
         job = self.controllers.live(self.jobs, key)
@@ -114,8 +124,12 @@ class Jobs:
                 )
             events.append(("BackoffLimitExceeded", BACKOFF_MESSAGE, True))
         elif not suspended and not done:
-            active = self._scale(job, spec, succeeded, active)
-            done = self._complete(spec, succeeded, active)
+            retry_at = self._backoff_until(key, succeeded, failed)
+            if retry_at is None:
+                active = self._scale(job, spec, succeeded, active)
+                done = self._complete(spec, succeeded, active)
+            else:
+                self._wake_at(key, retry_at)  # no new pod before then: the failure back-off
         if done:
             for kind in ("SuccessCriteriaMet", "Complete"):
                 _set_condition(conditions, kind, "True", "CompletionsReached", COMPLETED, now)
@@ -124,6 +138,45 @@ class Jobs:
         self._write_status(job, status, conditions, pods, active, succeeded, failed)
         for reason, message, warning in events:
             self.controllers.record_event(job, reason, message, warning=warning)
+
+    # -- the back-off after failed pods -----------------------------------------------------
+    def _backoff_until(self, key: Key, succeeded: list[JSON], failed: list[JSON]) -> float | None:
+        """The virtual time before which the controller makes no new pod for ``key``, or None.
+
+        After ``n`` failed pods since the last success the next pod waits
+        ``min(10 s * 2 ** (n - 1), 6 min)`` from the last failure, as job_controller.go's
+        backoff does (:data:`POD_FAILURE_BACKOFF`, :data:`MAX_POD_FAILURE_BACKOFF`).
+        A pod's end is the time the controller first saw it ended (kubesim's pods carry no
+        container finish times)."""
+        now = self.server.clock.now()
+        for pod in (*succeeded, *failed):
+            self._ended.setdefault(pod["metadata"]["uid"], now)
+        last_success = max((self._ended[p["metadata"]["uid"]] for p in succeeded), default=-1.0)
+        failures = sorted(
+            self._ended[p["metadata"]["uid"]]
+            for p in failed
+            if self._ended[p["metadata"]["uid"]] > last_success
+        )
+        if not failures:
+            return None
+        delay = min(POD_FAILURE_BACKOFF * 2 ** (len(failures) - 1), MAX_POD_FAILURE_BACKOFF)
+        until = failures[-1] + delay
+        return until if now < until else None
+
+    def _wake_at(self, key: Key, when: float) -> None:
+        """Sync ``key`` again at ``when`` (virtual seconds): the back-off's end."""
+        previous = self._timers.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+
+        def wake() -> None:
+            with self.server.lock:
+                if self._timers.get(key) is timer:
+                    del self._timers[key]
+                    self.controllers.requeue("job", key)
+
+        timer = self.server.clock.call_at(when, wake)
+        self._timers[key] = timer
 
     # -- pods -------------------------------------------------------------------------------
     def _complete(self, spec: JSON, succeeded: list[JSON], active: list[JSON]) -> bool:

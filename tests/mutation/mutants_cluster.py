@@ -539,4 +539,14 @@ MUTANTS = [
         ],
         why="an APIService named other than version.group is accepted",
     ),
+    {
+        "name": "job-replaces-a-failed-pod-at-once",
+        "path": "kubesim/cluster/jobs.py",
+        "old": "        return until if now < until else None\n",
+        "new": "        return None\n",
+        "tests": [
+            "tests/unit/test_jobs.py::test_a_failed_pod_is_replaced_after_a_back_off_that_doubles",
+        ],
+        "why": "a Job between a failed pod and its retry (no active pod) would never be seen",
+    },
 ]

@@ -120,7 +120,8 @@ def test_a_job_whose_pods_fail_past_its_backoff_limit_fails() -> None:
     server.create("jobs", job(backoffLimit=1, parallelism=1), namespace=NS)
     finish(server, pods(server)[0], "Failed")
     assert status(server)["failed"] == 1
-    assert "Failed" not in conditions(server)  # one failure is within the limit: a new pod
+    assert "Failed" not in conditions(server)  # one failure is within the limit: a new pod,
+    server.clock.advance(10)  # after the failure back-off
     active = [p for p in pods(server) if p["status"].get("phase") != "Failed"]
     assert len(active) == 1
     finish(server, active[0], "Failed")
@@ -131,6 +132,24 @@ def test_a_job_whose_pods_fail_past_its_backoff_limit_fails() -> None:
     }
     assert ("BackoffLimitExceeded", "Job has reached the specified backoff limit") in events(server)
     assert all(p["status"].get("phase") == "Failed" for p in pods(server))
+
+
+def test_a_failed_pod_is_replaced_after_a_back_off_that_doubles() -> None:
+    """10 s after the first failure, 20 s after the second: in between the Job has no active
+    pod, counts the failures and has no condition (a retry pending), as on a cluster."""
+    server = Cluster(seed=1, controllers=True)
+    server.create("jobs", job(backoffLimit=6, parallelism=1), namespace=NS)
+    for failures, wait in ((1, 10), (2, 20)):
+        [running] = [p for p in pods(server) if p["status"].get("phase") != "Failed"]
+        finish(server, running, "Failed")
+        assert status(server)["failed"] == failures
+        assert "active" not in status(server)
+        assert conditions(server) == {}
+        server.clock.advance(wait - 1)
+        assert all(p["status"].get("phase") == "Failed" for p in pods(server))
+        server.clock.advance(1)
+        assert len(pods(server)) == failures + 1
+        assert status(server)["active"] == 1
 
 
 def test_suspending_deletes_the_active_pods_and_resuming_runs_them_again() -> None:
