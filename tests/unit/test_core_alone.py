@@ -48,7 +48,8 @@ def test_the_core_serves_writes_lists_and_watches_with_nothing_above_it() -> Non
         """
     )
     above = [m for m in loaded if not m.startswith(("kubesim.apiserver", "kubesim._core"))]
-    assert above == ["kubesim", "kubesim._lazy"], above  # the package's face: lazy names
+    # The package's face: lazy names, and the version's one literal.
+    assert above == ["kubesim", "kubesim._lazy", "kubesim._version"], above
     assert "kubesim.apiserver.server" in loaded
 
 

@@ -114,6 +114,7 @@ def test_loading_the_plugin_imports_nothing_heavy(user: pytest.Pytester) -> None
     light = {
         "kubesim",
         "kubesim._lazy",
+        "kubesim._version",  # one literal
         "kubesim.checks",
         "kubesim.testing",
         "kubesim.testing.marks",
