@@ -42,6 +42,14 @@ LEAVES: tuple[tuple[str, str, str], ...] = (
     ("kubernetes_asyncio.watch.watch", "Watch", "unmarshal_event"),
     ("kubernetes_asyncio.watch.watch", "Watch", "get_return_type"),
     ("kubernetes_asyncio.watch.watch", "Watch", "get_watch_argument_name"),
+    # requests (pykube-ng, plain scripts): each request's merge of the environment's proxy
+    # settings, which reads every environment variable (a quarter of a pykube store's CPU).
+    ("requests.sessions", "Session", "merge_environment_settings"),
+    # pykube-ng: every object it builds keeps a deep copy of its dict (a third of its CPU).
+    ("pykube.objects", "APIObject", "set_obj"),
+    # httpx and httpx2 (lightkube, kr8s): building a request (URL parsing, headers, the body).
+    ("httpx._client", "BaseClient", "build_request"),
+    ("httpx2._client", "BaseClient", "build_request"),
 )
 
 

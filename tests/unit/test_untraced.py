@@ -114,3 +114,22 @@ def test_a_leaf_knows_what_it_wraps() -> None:
 
     assert leaf_of(untraced_leaf(leaf)) is leaf
     assert leaf_of(leaf) is None
+
+
+def test_every_listed_leaf_of_an_installed_library_is_wrapped_for_the_run_only() -> None:
+    import importlib
+
+    from kubesim.transport.client_leaves import LEAVES, untraced_leaves
+
+    found = []
+    for module_name, class_name, name in LEAVES:
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):
+            continue  # a library (or a version of it) not installed here
+        if name in cls.__dict__:
+            found.append((cls, name))
+    assert found, "no listed leaf is installed: the test checks nothing"
+    with untraced_leaves():
+        assert [(c, n) for c, n in found if leaf_of(c.__dict__[n]) is None] == []
+    assert [(c, n) for c, n in found if leaf_of(c.__dict__[n]) is not None] == []
