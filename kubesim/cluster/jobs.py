@@ -124,7 +124,7 @@ class Jobs:
                 )
             events.append(("BackoffLimitExceeded", BACKOFF_MESSAGE, True))
         elif not suspended and not done:
-            retry_at = self._backoff_until(key, succeeded, failed)
+            retry_at = self._backoff_until(succeeded, failed)
             if retry_at is None:
                 active = self._scale(job, spec, succeeded, active)
                 done = self._complete(spec, succeeded, active)
@@ -140,8 +140,9 @@ class Jobs:
             self.controllers.record_event(job, reason, message, warning=warning)
 
     # -- the back-off after failed pods -----------------------------------------------------
-    def _backoff_until(self, key: Key, succeeded: list[JSON], failed: list[JSON]) -> float | None:
-        """The virtual time before which the controller makes no new pod for ``key``, or None.
+    def _backoff_until(self, succeeded: list[JSON], failed: list[JSON]) -> float | None:
+        """The virtual time before which the controller makes no new pod for the Job whose
+        ``succeeded`` and ``failed`` pods these are, or None.
 
         After ``n`` failed pods since the last success the next pod waits
         ``min(10 s * 2 ** (n - 1), 6 min)`` from the last failure, as job_controller.go's
