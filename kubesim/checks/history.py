@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesim._core.words import counted
 from kubesim.checks.provenance import Provenance
 from kubesim.checks.recording import Recording
 from kubesim.checks.structure import Difference, Snapshot, diff_snapshots
@@ -189,7 +190,8 @@ def check_history(recording: Recording) -> Violation | None:
     for comparison in (recording.fresh_before, recording.fresh):
         if comparison is not None and comparison.backlog:
             waiting = "; ".join(
-                f"{path} holds {n:,} not yet handled" for path, n in comparison.backlog
+                f"{path} holds {counted(n, 'item')} not yet handled"
+                for path, n in comparison.backlog
             )
             details.insert(
                 0,
