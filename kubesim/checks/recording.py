@@ -151,9 +151,7 @@ def object_key(key: Any, canonical: Callable[[str], str] | None = None) -> str:
                 return f"{namespace}/{name}" if namespace else name
         elif len(key) == 3 and all(isinstance(part, str) for part in key):
             resource, namespace, name = key
-            if canonical is not None:
-                resource = canonical(resource)
-            return f"{resource}:{namespace}/{name}" if namespace else f"{resource}:{name}"
+            return qualified_key(canonical(resource) if canonical else resource, (namespace, name))
     raise TypeError(
         "view() keys must be 'namespace/name' strings, (namespace, name) tuples, or "
         "(resource, namespace, name) tuples for a store of several kinds, "

@@ -798,7 +798,7 @@ class ScenarioRun:
         (resource, namespace, name): from the first such view on, the server's objects are keyed
         by their resource too (``services:default/web``), so a Service and a pod of one name are
         two objects, as they are to the store."""
-        if isinstance(view, Mapping) and of_several_kinds(view):
+        if not self._several_kinds and isinstance(view, Mapping) and of_several_kinds(view):
             self._several_kinds = True
         if not self._several_kinds:
             return normalise_view(view)

@@ -287,7 +287,8 @@ MUTANTS = [
         "name": "server-keys-without-their-resource",
         "path": "kubesim/scenario/run.py",
         "old": (
-            "        if isinstance(view, Mapping) and of_several_kinds(view):\n"
+            "        if not self._several_kinds and isinstance(view, Mapping) and "
+            "of_several_kinds(view):\n"
             "            self._several_kinds = True\n"
         ),
         "new": "",

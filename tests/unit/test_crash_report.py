@@ -12,6 +12,7 @@ import sys
 import textwrap
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,15 +57,21 @@ def library(tmp_path: Path):
     )
 
 
-def test_library_runs_are_condensed_around_the_stores_own_frames(library) -> None:
+def _crash_in(library: Any) -> traceback.TracebackException:
+    """The traceback of store code (this file) calling into ``library``, which raises."""
+
     def store_code() -> None:
         library.outer(library.fail)
 
     try:
         store_code()
     except LookupError as error:
-        stack = traceback.TracebackException.from_exception(error).stack
-    text = "".join(CondensedStack.of(stack, own=()).format())
+        return traceback.TracebackException.from_exception(error)
+    raise AssertionError("the library did not raise")
+
+
+def test_library_runs_are_condensed_around_the_stores_own_frames(library) -> None:
+    text = "".join(CondensedStack.of(_crash_in(library).stack, own=()).format())
     assert "in store_code" in text
     assert "library.outer(library.fail)" in text
     assert "[... 3 more frames in libraries ...]" in text
@@ -73,16 +80,10 @@ def test_library_runs_are_condensed_around_the_stores_own_frames(library) -> Non
 
 
 def test_a_crash_keeps_the_stores_line_and_the_exception(library) -> None:
-    def store_code() -> None:
-        library.outer(library.fail)
-
-    try:
-        store_code()
-    except LookupError as error:
-        report = traceback.TracebackException.from_exception(error)
-        report.stack = CondensedStack.of(report.stack, own=())
-        text = "".join(report.format())
-        raised = RuntimeError(f"store thread 'store' raised LookupError\n{text}")
+    report = _crash_in(library)
+    report.stack = CondensedStack.of(report.stack, own=())
+    text = "".join(report.format())
+    raised = RuntimeError(f"store thread 'store' raised LookupError\n{text}")
     found = _failure(type("Recording", (), {"failure": raised})())
     assert found is not None
     shown = "\n".join(found.details)
