@@ -71,17 +71,26 @@ def check_bounded(
                     f"sizes()[{name!r}] changed over {over} while the live set stayed "
                     f"at {live} objects: {shown}"
                 )
-    measured = [r.retained_bytes for r in judged if r.retained_bytes is not None]
-    if len(measured) == len(judged):
+    growths = per_round_growth(judged)
+    if growths:
         if tolerance_bytes is None:
             from kubesim.checks.memory import default_tolerance
 
-            tolerance_bytes = default_tolerance(measured[0])
+            tolerance_bytes = default_tolerance(
+                next(b for r in judged if (b := r.retained_bytes) is not None)
+            )
         # The median round's growth: a leak grows in every round, while a set or dict that
         # resizes its table once (churn leaves it more slots, not more items) grows in one.
-        growth = _median([b - a for a, b in itertools.pairwise(measured)])
+        growth = _median(growths)
         if growth > tolerance_bytes:
-            shown = " -> ".join(f"{b:,}" for r in rounds if (b := r.retained_bytes) is not None)
+            # From the quiesce round if it was walked (a report's chart walks every round); a
+            # tail round whose walk was not needed (ScenarioRun._walked) shows as "-".
+            shown = " -> ".join(
+                "-" if (b := r.retained_bytes) is None else f"{b:,}"
+                for r in (rounds if rounds[0].retained_bytes is not None else rounds[1:])
+            )
+            if "-" in shown.split(" -> "):
+                shown += " (-: not measured; the median does not need it)"
             details.append(
                 f"retained bytes grew {growth:,.0f} per round over {over} (tolerance "
                 f"{tolerance_bytes:,.0f}) with {live} live objects: {shown}"
@@ -96,7 +105,23 @@ def check_bounded(
     )
 
 
-def _median(values: list[int]) -> float:
+def per_round_growth(judged: list[Round]) -> list[float]:
+    """Growth of the retained bytes per round over ``judged``, one figure a round.
+
+    A round whose walk was left out (its figure not needed for the median) shares the growth
+    between the measured rounds around it evenly: measured 100 and 300 with one round between
+    give 100 and 100. Empty when fewer than two rounds, or not the first and last, were
+    measured (the memory walk was off)."""
+    measured = [(index, b) for index, r in enumerate(judged) if (b := r.retained_bytes) is not None]
+    if len(measured) < 2 or measured[0][0] != 0 or measured[-1][0] != len(judged) - 1:
+        return []
+    growths: list[float] = []
+    for (i, a), (j, b) in itertools.pairwise(measured):
+        growths.extend([(b - a) / (j - i)] * (j - i))
+    return growths
+
+
+def _median(values: list[float]) -> float:
     # By hand: the statistics module would weigh on every pytest run the plugin loads into.
     ordered = sorted(values)
     middle = len(ordered) // 2

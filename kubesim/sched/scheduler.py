@@ -149,6 +149,7 @@ class ControlledThread:
     __slots__ = (
         "_on_state",
         "_state",
+        "atomic",
         "group",
         "id",
         "ident",
@@ -187,6 +188,8 @@ class ControlledThread:
         # Which process of the run the thread belongs to (a store instance, a reader): set by
         # whoever spawns it, inherited by the threads it starts.
         self.group = ""
+        # Depth of the atomic blocks it is in (Scheduler.atomic): its points are off meanwhile.
+        self.atomic = 0
 
     @property
     def state(self) -> State:
@@ -627,7 +630,7 @@ class Scheduler:
         if self._atomic or self.aborting:
             return
         ct = self.current
-        if ct is None or ct.ident != _get_ident() or ct._state is not State.RUNNABLE:
+        if ct is None or ct.ident != _get_ident() or ct._state is not State.RUNNABLE or ct.atomic:
             return
         self.steps += 1
         if self.steps > self.max_steps:
@@ -676,7 +679,13 @@ class Scheduler:
             raise _Abort
 
     def atomic(self) -> _Atomic:
-        """A block with no scheduling points (for harness code that must not be interleaved)."""
+        """A block with no scheduling points (for harness code that must not be interleaved).
+
+        Per thread: a controlled thread's block turns off *its* points. One that blocks inside
+        (a reader's bookkeeping meeting a lock the store holds) lets the others run with
+        theirs: a process-wide switch left on by a parked thread silenced the store's relist
+        that ran meanwhile. On behalf of no thread (timer callbacks, the driver), every point
+        is off until the block ends."""
         return _Atomic(self)
 
     def _runnable(self) -> tuple[int, ...]:
@@ -812,6 +821,22 @@ class Scheduler:
                 t.waiting_on = None
                 woken += 1
         return woken
+
+    def yield_to(self, thread_id: int) -> bool:
+        """The calling controlled thread lets ``thread_id`` run now and stays runnable itself
+        (it runs again when a later choice picks it). False, and nothing happens, when that
+        thread cannot run or is the caller. For harness threads that take turns with the store
+        (a reader sampling a relist: :class:`kubesim.sched.strategies.Preemptions`)."""
+        ct = self.require_current("yield_to")
+        target = self.threads[thread_id] if 0 <= thread_id < len(self.threads) else None
+        if target is None or target is ct or target._state is not State.RUNNABLE:
+            return False
+        if self._atomic or ct.atomic or self.aborting:
+            return False
+        self._count_step()
+        self._slice_owner = -1
+        self._switch(ct, target)
+        return True
 
     def sleep(self, seconds: float) -> None:
         ct = self.require_current("time.sleep")
@@ -1102,14 +1127,24 @@ _CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 10
 
 
 class _Atomic:
+    __slots__ = ("scheduler", "thread")
+
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
+        self.thread: ControlledThread | None = None
 
     def __enter__(self) -> None:
-        self.scheduler._atomic += 1
+        thread = self.thread = self.scheduler.current_thread()
+        if thread is not None:
+            thread.atomic += 1
+        else:
+            self.scheduler._atomic += 1
 
     def __exit__(self, *exc: object) -> None:
-        self.scheduler._atomic -= 1
+        if self.thread is not None:
+            self.thread.atomic -= 1
+        else:
+            self.scheduler._atomic -= 1
 
 
 class _RealFlag:

@@ -143,6 +143,9 @@ class PCT:
 # A hot preemption -(k + 1) with k below this is at the k-th hot point; from it on, at the
 # fraction (k - HOT_FRACTION) / 1000 of the longest hot region seen so far in the run.
 HOT_FRACTION = 1_000
+# Reads a sampler takes over one relist as long as the longest seen so far: one every
+# 1/SAMPLED_READS of it (and every point of a relist shorter than SAMPLED_READS points).
+SAMPLED_READS = 16
 
 
 @dataclass
@@ -157,6 +160,13 @@ class Preemptions:
     is the ``k``-th hot point of a step's reaction; with ``k >=`` it, the point at the fraction
     ``(k - HOT_FRACTION) / 1000`` of the longest hot region seen so far in the run (a relist as
     long as the last one: its middle is where a half-applied relist shows).
+
+    *Samplers* (:meth:`sample`: a reader released by the store's list) also get a turn at
+    evenly spaced points of a *listing* thread's hot region, :data:`SAMPLED_READS` of them over
+    a region as long as the longest seen: a relist that prunes, then refills one object at a
+    time is half applied only over a few of its points, which one drawn preemption rarely
+    hits and a reader sampling the whole relist cannot miss. A sampler gives the turn back
+    with :meth:`kubesim.sched.scheduler.Scheduler.yield_to`.
     """
 
     points: Sequence[int]
@@ -167,6 +177,11 @@ class Preemptions:
     _hot_points: int = 0
     _longest: int = 0
     _first: list[int] = field(default_factory=list, repr=False)
+    # Threads hot because they listed -> their own points so far in that region (the
+    # samplers' reads between them are not the relist's length).
+    _listing: dict[int, int] = field(default_factory=dict, repr=False)
+    _longest_list: int = 0
+    _samplers: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if any(not isinstance(p, int) or isinstance(p, bool) for p in self.points):
@@ -175,6 +190,7 @@ class Preemptions:
 
     def start(self, choices: ChoiceSource) -> None:
         self._longest = 0
+        self._longest_list = 0
         self.rebase(0)
 
     def on_spawn(self, thread_id: int) -> None:
@@ -186,14 +202,30 @@ class Preemptions:
         that a preemption inside the read lets the store change what it iterates."""
         self._first = list(thread_ids)
 
-    def heat(self, thread_id: int) -> None:
-        """``thread_id`` enters a region whose points count as hot."""
+    def heat(self, thread_id: int, *, listing: bool = False) -> None:
+        """``thread_id`` enters a region whose points count as hot; ``listing``: it is a store
+        thread applying a list it asked for, whose region samplers read during."""
         self._hot.setdefault(thread_id, self._hot_points)
+        if listing:
+            self._listing.setdefault(thread_id, 0)
 
     def cool(self, thread_id: int) -> None:
         start = self._hot.pop(thread_id, None)
+        listed = self._listing.pop(thread_id, None)
+        if listed is not None:
+            self._longest_list = max(self._longest_list, listed)
         if start is not None:
             self._longest = max(self._longest, self._hot_points - start)
+
+    def listing(self, thread_id: int) -> bool:
+        """Whether ``thread_id`` is in the hot region of a list it asked for."""
+        return thread_id in self._listing
+
+    def sample(self, thread_id: int) -> None:
+        """``thread_id`` takes a turn at the sampled points of listing threads' regions,
+        whenever it is runnable there."""
+        if thread_id not in self._samplers:
+            self._samplers.append(thread_id)
 
     def at_point(self, step: int, current: int, runnable: Sequence[int]) -> int:
         switch = False
@@ -208,6 +240,14 @@ class Preemptions:
                 while self._hot_pending and self._hot_pending[0] <= hot:
                     self._hot_pending.pop(0)
                 switch = True
+            own = self._listing.get(current)
+            if own is not None:
+                self._listing[current] = own = own + 1
+            stride = max(1, self._longest_list // SAMPLED_READS)
+            if own is not None and self._samplers and own % stride == 0:
+                sampler = next((t for t in self._samplers if t in runnable), None)
+                if sampler is not None:
+                    return sampler
         if not switch:
             return current
         others = [t for t in runnable if t != current]

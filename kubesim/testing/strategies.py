@@ -187,6 +187,9 @@ def scenarios(
             f"need 0 <= min_steps <= max_steps, got min_steps={min_steps}, max_steps={max_steps}"
         )
 
+    # Built once: a strategy looked up per draw was a tenth of drawing a scenario.
+    a_place, a_coin = st.integers(0, max_steps), st.booleans()
+
     @st.composite
     def draw_scenario(draw: st.DrawFn) -> list[Step]:
         # The candidate steps and where each kind's first step goes come first, the swarm's
@@ -194,8 +197,8 @@ def scenarios(
         # its start (it keeps a prefix and tries new suffixes), and a swarm drawn first stayed
         # the same for runs of ten examples, so a kind could go undrawn for fifty.
         candidates = draw(st.lists(st.sampled_from(chosen).flatmap(steps), max_size=max_steps))
-        places = [draw(st.integers(0, max_steps)) for _ in chosen]
-        enabled = [k for k in chosen if draw(st.booleans())] if swarm else list(chosen)
+        places = [draw(a_place) for _ in chosen]
+        enabled = [k for k in chosen if draw(a_coin)] if swarm else list(chosen)
         if not enabled and min_steps:
             enabled = [chosen[0]]
         while len(enabled) > max_steps:  # more kinds than steps allowed: drop drawn ones

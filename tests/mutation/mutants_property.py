@@ -82,6 +82,24 @@ MUTANTS = [
         "why": "a store whose memory steps up once after the first relist would be a leak",
     },
     {
+        "name": "tail-gap-not-spread",
+        "path": "kubesim/checks/bounded.py",
+        "old": "        growths.extend([(b - a) / (j - i)] * (j - i))",
+        "new": "        growths.extend([float(b - a)] * (j - i))",
+        "tests": [f"{ORACLES}test_bounded_spreads_growth_over_a_tail_round_that_was_not_walked"],
+        "why": "a tail whose middle walk was left out would see twice the growth: false leaks",
+    },
+    {
+        "name": "tail-extension-half-walked",
+        "path": "kubesim/scenario/run.py",
+        "old": "        return not (first == 1 and last == 3 and tail == 2)",
+        "new": "        return tail != first + 1",
+        "tests": [
+            f"{SCENARIO}test_a_leak_the_store_does_not_report_is_found_in_its_retained_bytes_and_named"
+        ],
+        "why": "the extension's median would be taken over a gap: a one-time step judged a leak",
+    },
+    {
         "name": "tail-never-extended",
         "path": "kubesim/scenario/run.py",
         "old": "        if check_bounded(self.recording) is not None:",

@@ -2,6 +2,37 @@
 
 MUTANTS = [
     {
+        "name": "relist-never-sampled",
+        "path": "kubesim/sched/strategies.py",
+        "old": "            if own is not None and self._samplers and own % stride == 0:",
+        "new": "            if False:",
+        "tests": [
+            "tests/unit/test_scheduler_turns.py::test_a_sampler_gets_evenly_spaced_turns_in_a_listing_threads_region",
+            "tests/unit/test_power.py::test_a_relist_reader_samples_the_whole_relist_whatever_the_schedule",
+        ],
+        "why": "a relist half applied over a few points would be seen only by a lucky draw",
+    },
+    {
+        "name": "atomic-block-silences-every-thread",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "        thread = self.thread = self.scheduler.current_thread()",
+        "new": "        thread = self.thread = None",
+        "tests": [
+            "tests/unit/test_scheduler_turns.py::test_a_thread_parked_inside_an_atomic_block_leaves_the_others_their_points",
+        ],
+        "why": "a reader parked in its bookkeeping would leave the store's relist no points",
+    },
+    {
+        "name": "yield-to-keeps-the-turn",
+        "path": "kubesim/sched/scheduler.py",
+        "old": "        self._switch(ct, target)\n        return True",
+        "new": "        return True",
+        "tests": [
+            "tests/unit/test_scheduler_turns.py::test_yield_to_runs_the_other_thread_now_and_the_caller_after"
+        ],
+        "why": "a sampling reader would read the same instant over and over",
+    },
+    {
         "name": "blocked-report-shows-the-harness",
         "path": "kubesim/sched/scheduler.py",
         "old": "    if outer < len(summary):\n        summary = summary[outer:]\n",

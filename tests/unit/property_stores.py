@@ -373,3 +373,71 @@ class FastRetry(Reflector):
 
 def fast_retry(api_client: client.ApiClient) -> FastRetry:
     return FastRetry(api_client)
+
+
+class PruneThenRefill:
+    """The writers hold the store's lock over a relist's two passes (prune what the list
+    lacks, then store each listed pod), and ``view()`` takes it too; ``read()`` copies the
+    values without it (``locked``: with it, the correct twin). Watches with the official
+    client's ``Watch``, whose requests say ``watch=True``."""
+
+    def __init__(self, api_client: client.ApiClient, *, locked: bool) -> None:
+        import threading
+
+        self.core = client.CoreV1Api(api_client)
+        self.lock = threading.Lock()
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.locked = locked
+
+    def _relist(self) -> str:
+        listed = json.loads(self.core.list_pod_for_all_namespaces(_preload_content=False).data)
+        fresh = {_key(pod): pod for pod in listed["items"]}
+        with self.lock:
+            for key in [key for key in self.cache if key not in fresh]:
+                del self.cache[key]
+            for key, pod in fresh.items():
+                self.cache[key] = pod
+        return str(listed["metadata"]["resourceVersion"])
+
+    def run(self) -> None:
+        from kubernetes import watch
+
+        while True:
+            try:
+                rv = self._relist()
+                while True:
+                    for event in watch.Watch().stream(
+                        self.core.list_pod_for_all_namespaces,
+                        resource_version=rv,
+                        allow_watch_bookmarks=True,
+                        timeout_seconds=240,
+                    ):
+                        pod = event["raw_object"]
+                        rv = pod["metadata"]["resourceVersion"]
+                        if event["type"] == "BOOKMARK":
+                            continue
+                        with self.lock:
+                            if event["type"] == "DELETED":
+                                self.cache.pop(_key(pod), None)
+                            else:
+                                self.cache[_key(pod)] = pod
+            except (client.ApiException, HTTPError):
+                time.sleep(1)
+
+    def view(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            return dict(self.cache)
+
+    def read(self) -> list[dict[str, Any]]:
+        if self.locked:
+            with self.lock:
+                return list(self.cache.values())
+        return list(self.cache.values())
+
+
+def prune_then_refill(api_client: client.ApiClient) -> PruneThenRefill:
+    return PruneThenRefill(api_client, locked=False)
+
+
+def prune_then_refill_locked(api_client: client.ApiClient) -> PruneThenRefill:
+    return PruneThenRefill(api_client, locked=True)

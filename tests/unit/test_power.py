@@ -149,9 +149,27 @@ def test_a_hot_preemption_lands_inside_a_relist_and_a_reader_sees_it_half_done()
     torn = _broken(_run("models.prune_then_update:prune_then_update", steps, schedule=[-1471]))
     assert "snapshot-reads" in torn
     assert "'reader-1-relist' read 7 object(s) at step 8" in torn["snapshot-reads"]
-    assert _broken(_run("models.prune_then_update:prune_then_update", steps)) == {}
     fixed = _run("models.prune_then_update:build_then_swap", steps, schedule=[-1471])
     assert _broken(fixed) == {}
+
+
+def test_a_relist_reader_samples_the_whole_relist_whatever_the_schedule() -> None:
+    # The store's own lock around the two passes, and a view() that takes it: the reader that
+    # waits for relists reads at evenly spaced points of the relist (kubesim.sched.Preemptions
+    # samplers), so the half-applied relist is seen with no preemption drawn at all, and the
+    # bookkeeping after a read (which asks view()) never waits for the relist's lock.
+    steps = [ReadConcurrently(), DeleteWhileDisconnected(count=1, compacted=True, changed=3)]
+    for schedule in ([], [5], [-3], [-1500]):
+        result = _run("tests.unit.property_stores:prune_then_refill", steps, schedule=schedule)
+        torn = _broken(result)
+        assert list(torn) == ["snapshot-reads"], (schedule, torn)
+        assert "'reader-1-relist' read 5 object(s) at step 3" in torn["snapshot-reads"]
+        relist_reads = [r for r in result.recording.reads if r.reader == "reader-1-relist"]
+        assert len(relist_reads) > 8, len(relist_reads)
+        locked = _run(
+            "tests.unit.property_stores:prune_then_refill_locked", steps, schedule=schedule
+        )
+        assert _broken(locked) == {}, schedule
 
 
 # -- lasting faults ------------------------------------------------------------------------------
@@ -387,3 +405,13 @@ def test_a_campaign_out_of_time_stops_cleanly_and_says_so(
     assert "OK after 4 examples (--max-time spent: not the --examples asked for)" in (
         capsys.readouterr().out
     )
+
+
+def test_a_re_watch_does_not_release_the_relist_reader() -> None:
+    # A re-watch after a cut connection is no list, so the reader that waits for relists does
+    # not read until the quiesce round's forced relist (rounds 2 and 3 are the cuts).
+    steps = [ReadConcurrently(), DropWatches(), DropWatches()]
+    result = _run("tests.unit.property_stores:prune_then_refill", steps)
+    relist_rounds = {r.round for r in result.recording.reads if r.reader == "reader-1-relist"}
+    assert relist_rounds, "the quiesce round's relist releases it"
+    assert min(relist_rounds) > 3, sorted(relist_rounds)

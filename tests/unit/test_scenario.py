@@ -345,8 +345,10 @@ def test_a_leak_the_store_does_not_report_is_found_in_its_retained_bytes_and_nam
     found = violated(result)
     assert "retained bytes grew" in found["bounded"]
     assert "grows: store.endpoints (list): 30 -> 48 items" in found["bounded"]
+    # Every tail round is walked but the middle one of the first three, whose figure the
+    # median of two growths does not need (kubesim.checks.bounded.per_round_growth).
     rounds = [r for r in result.recording.rounds if r.phase == "tail"]
-    assert all(r.retained_bytes is not None for r in rounds)
+    assert [r.retained_bytes is not None for r in rounds] == [True, False, True, True, True, True]
 
 
 def test_every_kind_is_drawn_within_the_first_examples_whatever_the_seed() -> None:

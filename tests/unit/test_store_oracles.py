@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 
-from kubesim.checks.bounded import check_bounded
+from kubesim.checks.bounded import check_bounded, per_round_growth
 from kubesim.checks.effects import check_effects_once
 from kubesim.checks.progress import BURST, OUTAGE_BURST, PER_MINUTE, check_progress
 from kubesim.checks.recording import (
@@ -216,7 +216,7 @@ def test_an_outage_allows_each_watch_loop_its_own_retry_a_second() -> None:
 
 
 def _tail(
-    sizes: list[int], retained: list[int], live: int = 3, *, tail_rounds: int = 0
+    sizes: list[int], retained: list[int | None], live: int = 3, *, tail_rounds: int = 0
 ) -> Recording:
     server = {f"ns/p{i}": obs(f"u{i}", i + 1) for i in range(live)}
     recording = Recording(hooks=frozenset({"sizes"}), tail_rounds=tail_rounds)
@@ -258,6 +258,31 @@ def test_bounded_judges_growth_that_goes_on_not_a_one_time_step() -> None:
     assert "sizes()['cache'] changed over the last 3 tail rounds" in str(found)
     assert "5 -> 6 -> 7 -> 8" in str(found)
     assert "grew 1,000 per round over the last 3 tail rounds" in str(found)
+
+
+def test_bounded_spreads_growth_over_a_tail_round_that_was_not_walked() -> None:
+    # The runner leaves out the middle walk of a first tail of three rounds: the median of two
+    # growths is their mean, so the verdict is the one the middle figure would have given,
+    # whatever it was.
+    for last, verdict in ((3000, "found"), (1900, None)):
+        for middle in (1000, 1400, 2000, 2600, 3000):
+            full = check_bounded(
+                _tail([3] * 4, [900, 1000, middle, last], tail_rounds=3), tolerance_bytes=512
+            )
+            assert (full and "found") == verdict, (middle, last)
+        gap = check_bounded(
+            _tail([3] * 4, [900, 1000, None, last], tail_rounds=3), tolerance_bytes=512
+        )
+        assert (gap and "found") == verdict, last
+    found = check_bounded(
+        _tail([3] * 4, [None, 1000, None, 3000], tail_rounds=3), tolerance_bytes=512
+    )
+    assert found is not None
+    assert "grew 1,000 per round over the tail rounds (tolerance 512)" in str(found)
+    assert "1,000 -> - -> 3,000" in str(found)
+    # Without the last round's figure there is no growth to judge.
+    assert per_round_growth(_tail([3] * 4, [900, 1000, 5000, None]).rounds[2:]) == []
+    assert per_round_growth(_tail([3] * 4, [900, 1000, None, 3000]).rounds[2:]) == [1000, 1000]
 
 
 def test_judge_skips_oracles_visibly_when_hooks_are_missing() -> None:
