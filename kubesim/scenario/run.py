@@ -445,7 +445,12 @@ class ScenarioRun:
                 # waits in (the lists are swapped when released, so looked up each time).
                 strategy = self.sim.scheduler.strategy
                 me = self.sim.scheduler.current_thread()
-                if waiting == "_readers_deferred" and isinstance(strategy, Preemptions) and me:
+                if (
+                    waiting == "_readers_deferred"
+                    and isinstance(strategy, Preemptions)
+                    and me is not None
+                    and self._async is None  # (see _sample_relist)
+                ):
                     # A relist reader takes turns at the sampled points of a relist: only
                     # while released (runnable), so registered once, as it first runs.
                     strategy.sample(me.id)
@@ -480,8 +485,12 @@ class ScenarioRun:
         # may wait for the lock the relist holds); the sampled ones are judged as snapshots.
         later: list[tuple[int, list[tuple[int, Any]]]] = []
         self._read(thread, self._round, later=later)
+        # An async store's read() runs on its own loop, between two of its callbacks: never
+        # inside the synchronous code that applies a list, so there is nothing to sample (and
+        # each read would be a callback of the very region it samples).
         while (
-            isinstance(strategy, Preemptions)
+            self._async is None
+            and isinstance(strategy, Preemptions)
             and lister is not None
             and strategy.listing(lister)
             and scheduler.yield_to(lister)

@@ -140,7 +140,8 @@ MUTANTS = [
         old="            if self._hot_pending and hot >= self._hot_pending[0]:",
         new="            if False:",
         tests=[
-            f"{POWER}test_a_hot_preemption_lands_inside_a_relist_and_a_reader_sees_it_half_done"
+            "tests/unit/test_scheduler_turns.py::"
+            "test_a_hot_preemption_switches_at_its_hot_point_and_at_a_fraction_of_a_relist"
         ],
         why="a relist applied in place under a lock-free reader would never be seen half done",
     ),

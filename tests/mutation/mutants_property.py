@@ -155,9 +155,7 @@ MUTANTS = [
         "path": "kubesim/scenario/run.py",
         "old": "            rebase(self.sim.scheduler.steps)",
         "new": "            pass",
-        "tests": [
-            f"{THREADS}test_preemption_offsets_apply_to_every_step_so_a_late_relist_is_reached"
-        ],
+        "tests": [f"{THREADS}test_the_schedule_is_counted_again_from_every_steps_settle"],
         "why": "drawn preemptions would land in a relist's short window far less often",
     },
     {

@@ -27,8 +27,8 @@ MUTANTS = [
     {
         "name": "point-from-a-blocked-thread-schedules",
         "path": "kubesim/sched/scheduler.py",
-        "old": " or ct._state is not State.RUNNABLE:",
-        "new": ":",
+        "old": " or ct._state is not State.RUNNABLE or ct.atomic:",
+        "new": " or ct.atomic:",
         "tests": [
             "tests/unit/test_scheduler_watch.py::"
             "test_a_point_from_a_thread_that_is_not_runnable_is_not_a_scheduling_point",

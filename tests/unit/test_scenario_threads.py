@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import property_stores as stores
 
 from kubesim.checks.store import judge
@@ -14,6 +16,7 @@ from kubesim.scenario.steps import (
     ExpireWatches,
     ReadConcurrently,
 )
+from kubesim.sched import Preemptions
 from kubesim.testing.check import check_store
 
 
@@ -113,3 +116,21 @@ def test_stop_must_end_every_thread_the_store_started() -> None:
     assert list(found) == ["clean-stop"], found
     assert "1 of the store's thread(s) still run after its stop() returned" in found["clean-stop"]
     assert "'worker' waits for" in found["clean-stop"]
+
+
+def test_the_schedule_is_counted_again_from_every_steps_settle(monkeypatch: Any) -> None:
+    # The same offsets preempt in every step's reaction (Preemptions.rebase at each settle), so
+    # a relist in the last step is reached by a small offset as well as one in the first.
+    origins: list[int] = []
+    rebase = Preemptions.rebase
+
+    def spy(self: Preemptions, origin: int) -> None:
+        origins.append(origin)
+        rebase(self, origin)
+
+    monkeypatch.setattr(Preemptions, "rebase", spy)
+    steps = [*[CreatePods(1)] * 8, ExpireWatches(with_error=True)]
+    run_scenario(stores.clear_then_add, steps, seed=1, schedule=[3])
+    assert len(origins) > len(steps)
+    assert origins == sorted(origins)
+    assert len(set(origins)) > len(steps)

@@ -56,3 +56,27 @@ def test_a_sampler_gets_evenly_spaced_turns_in_a_listing_threads_region() -> Non
     strategy.heat(lister)
     assert all(strategy.at_point(0, lister, [lister, sampler]) == lister for _ in range(40))
     assert strategy.listing(lister) is False
+
+
+def test_a_hot_preemption_switches_at_its_hot_point_and_at_a_fraction_of_a_relist() -> None:
+    # -(k + 1): the k-th hot point of a step's reaction; -(1000 + f + 1): the point at f/1000 of
+    # the longest hot region seen (the middle of a relist as long as the last one).
+    strategy = Preemptions([-3])
+    strategy.start(choices=None)  # type: ignore[arg-type]
+    strategy.heat(0)
+    chosen = [strategy.at_point(n, 0, [0, 1]) for n in range(6)]
+    assert chosen == [0, 0, 1, 0, 0, 0]
+    # Points outside a hot region are not counted.
+    strategy.cool(0)
+    assert all(strategy.at_point(n, 0, [0, 1]) == 0 for n in range(6))
+    halfway = Preemptions([-(1000 + 500) - 1])
+    halfway.start(choices=None)  # type: ignore[arg-type]
+    halfway.heat(0)
+    for n in range(100):  # a first hot region of 100 points
+        halfway.at_point(n, 0, [0])
+    halfway.cool(0)
+    halfway.rebase(0)
+    halfway.heat(0)
+    chosen = [halfway.at_point(n, 0, [0, 1]) for n in range(100)]
+    assert chosen.index(1) == 50
+    assert chosen.count(1) == 1
