@@ -33,25 +33,29 @@ class Oracle:
     exercised: Callable[[Recording], str | None] = lambda recording: None
 
 
+def breaks(failure: BaseException | None) -> str | None:
+    """The store property a run's failure breaks, as its class declares it.
+
+    The contract for the layers that raise them (the scheduler, the simulation, the scenario
+    engine), which this layer may not import: a failure class carries ``breaks`` (``"crash"``,
+    ``"deadlock"``, ``"progress"``, ...). Anything else a run ends with is a crash."""
+    if failure is None:
+        return None
+    name = getattr(type(failure), "breaks", None)
+    return name if isinstance(name, str) else None
+
+
 def _failure(recording: Recording) -> Violation | None:
     failure = recording.failure
     if failure is None:
         return None
     cause = failure.__cause__
-    if cause is not None and type(cause).__name__ == "HotRequestLoop":
+    if breaks(cause) == "progress":  # a hot request loop, raised into the store's thread
         return Violation("progress", str(cause))
     text = str(failure).rstrip()
     head, _, rest = text.partition("\n")
     kind = type(failure).__name__
-    name = {
-        "StoreCrashed": "crash",
-        "Deadlock": "deadlock",
-        "Livelock": "livelock",
-        "StoreBlockedOutsideSimulation": "blocked",
-        "StoreStoppedWatching": "stopped-watching",
-        "StoreNeverRestarted": "restart",
-    }.get(kind, "crash")
-    return Violation(name, f"{kind}: {head}", _shown_lines(rest))
+    return Violation(breaks(failure) or "crash", f"{kind}: {head}", _shown_lines(rest))
 
 
 # How many lines of a failure's text a violation keeps: a traceback's first and last (the

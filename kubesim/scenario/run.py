@@ -66,11 +66,15 @@ StoreFactory = Callable[[Any], Any]
 class StoreStoppedWatching(RuntimeError):
     """The store's ``run()`` returned: it no longer keeps its cache fed."""
 
+    breaks = "stopped-watching"  # the store property it breaks (kubesim.checks.store reads it)
+
 
 class StoreNeverRestarted(RuntimeError):
     """A new instance of the store does not come up: after a crash or a stop its factory kept
     raising once the faults had ended, or the history oracle's fresh instance (which meets no
     fault) could not start. The last error is ``__cause__``."""
+
+    breaks = "restart"
 
 
 # Requests a store may make between two quiescent points before the run calls it a hot loop.
@@ -122,6 +126,8 @@ class HotRequestLoop(BaseException):
 
     A ``BaseException``: the store's ``except Exception: retry`` must not swallow it.
     """
+
+    breaks = "progress"  # as the cause of the crash it ends the store's thread with
 
 
 HOOKS = ("view", "read", "sizes", "workers", "effects", "expects", "stop", "history_dependent")

@@ -10,9 +10,13 @@ class ScheduleFailure(Exception):
 class Deadlock(ScheduleFailure):
     """Every controlled thread waits and nothing (no timer, no server event) can wake one."""
 
+    breaks = "deadlock"  # the store property it breaks (kubesim.checks.store reads it)
+
 
 class Livelock(ScheduleFailure):
     """The run exceeded its step or virtual-time bound without finishing."""
+
+    breaks = "livelock"
 
 
 class ThreadCrashed(ScheduleFailure):

@@ -63,9 +63,13 @@ class StoreBlockedOutsideSimulation(RuntimeError):
     and shows its innermost frames.
     """
 
+    breaks = "blocked"  # the store property it breaks (kubesim.checks.store reads it)
+
 
 class StoreCrashed(RuntimeError):
     """A store thread raised; the original exception is ``__cause__``."""
+
+    breaks = "crash"
 
 
 class SimulatedThread:

@@ -3,6 +3,17 @@ and the external driver's quiescence. Each must be killed by the listed fast tes
 
 MUTANTS = [
     {
+        "name": "failure-kind-not-read-from-its-class",
+        "path": "kubesim/checks/store.py",
+        "old": 'Violation(breaks(failure) or "crash", f"{kind}',
+        "new": 'Violation("crash", f"{kind}',
+        "tests": [
+            "tests/unit/test_every_run_failure.py::"
+            "test_the_run_returns_and_the_oracles_name_the_failure[deadlock]",
+        ],
+        "why": "a deadlock, a livelock or a store that stopped watching would all read 'crash'",
+    },
+    {
         "name": "watchdog-never-reports-a-stuck-thread",
         "path": "kubesim/sched/scheduler.py",
         "old": "same = same + 1 if unchanged and not busy else 0",
