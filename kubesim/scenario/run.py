@@ -1575,8 +1575,9 @@ class ScenarioRun:
         """Whether tail round ``tail`` of the pass ``first``..``last`` needs the memory walk.
 
         The bounded oracle judges the median of the per-round growths. Over the first pass of
-        three rounds that is the median of two growths, their mean: (last - first) / 2, which
-        the two ends alone give (kubesim.checks.bounded spreads a gap evenly over its rounds).
+        three rounds that is the median of two growths, their mean: half of what the third
+        round holds more than the first, which the two ends alone give
+        (kubesim.checks.bounded.per_round_growth spreads a gap evenly over its rounds).
         So the middle walk, a third of the tail's cost, is not taken. A longer pass has a true
         median, and the extension after growth is judged from the first pass's last round on:
         every one of their rounds is walked."""
