@@ -409,16 +409,21 @@ def test_sh_blocks_run(block: Block, tmp_path: Path) -> None:
 def _compare_output(block: Block, printed: str) -> None:
     """The ``<!-- output -->`` text block after ``block``, if any, is what it printed."""
     shown = _output_block(block)
-    if shown is None:
-        return
+    if shown is not None:
+        compare_shown(shown, printed)
+
+
+def compare_shown(shown: Block, printed: str) -> None:
+    """The text block ``shown`` is ``printed`` (masked as the module docstring says), or, with
+    ``KUBESIM_REGENERATE_DOCS``, becomes it."""
     if os.environ.get("KUBESIM_REGENERATE_DOCS"):
         _rewrite(shown, printed)
-    else:
-        exact = platform.python_version() == DOCS_PYTHON
-        assert _masked(printed, exact=exact) == _masked(shown.code, exact=exact), (
-            f"{shown.where}: the output shown is not what the block prints now "
-            "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
-        )
+        return
+    exact = platform.python_version() == DOCS_PYTHON
+    assert _masked(printed, exact=exact) == _masked(shown.code, exact=exact), (
+        f"{shown.where}: the output shown is not what the block prints now "
+        "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
+    )
 
 
 def _output_block(block: Block) -> Block | None:

@@ -1,28 +1,20 @@
 """docs/how-to/pytest.md shows what pytest prints: a failing store test's report and a passing
 one's ``-rP`` section. They are pytest's output, not a command of the page's ``sh`` blocks, so
 test_docs.py cannot compare them: this test runs pytest on the page's own modules and compares
-each shown excerpt with the same lines of what it printed (times and, off DOCS_PYTHON, hashes
-and tokens masked). ``KUBESIM_REGENERATE_DOCS=1`` rewrites the excerpts instead."""
+each shown excerpt with the same lines of what it printed, as test_docs.py compares outputs
+(``compare_shown``: times masked, and hashes and tokens off DOCS_PYTHON).
+``KUBESIM_REGENERATE_DOCS=1`` rewrites the excerpts instead."""
 
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.docs.test_docs import (
-    ALL_BLOCKS,
-    DOCS_PYTHON,
-    ROOT,
-    Block,
-    _masked,
-    _rewrite,
-    _write_modules,
-)
+from tests.docs.test_docs import ALL_BLOCKS, ROOT, Block, _write_modules, compare_shown
 
 PAGE = "docs/how-to/pytest.md"
 
@@ -61,28 +53,17 @@ def _pytest(tmp_path: Path, *args: str) -> str:
     return proc.stdout
 
 
-def _compare(shown: Block, printed: str) -> None:
-    if os.environ.get("KUBESIM_REGENERATE_DOCS"):
-        _rewrite(shown, printed)
-        return
-    exact = platform.python_version() == DOCS_PYTHON
-    assert _masked(printed, exact=exact) == _masked(shown.code, exact=exact), (
-        f"{shown.where}: the excerpt is not what pytest prints now "
-        "(KUBESIM_REGENERATE_DOCS=1 rewrites it):\n" + printed
-    )
-
-
 def test_the_failure_shown_is_what_pytest_prints(tmp_path: Path) -> None:
     printed = _pytest(tmp_path, "test_store.py")
     assert "kubesim: mystore:factory broke" in printed, printed[-3000:]
-    _compare(_shown("______"), _excerpt(printed, "______", "replay: kubesim replay"))
+    compare_shown(_shown("______"), _excerpt(printed, "______", "replay: kubesim replay"))
 
 
 @pytest.mark.slow
 def test_the_passing_section_shown_is_what_pytest_prints(tmp_path: Path) -> None:
     printed = _pytest(tmp_path, "-rP", "test_cache.py")
     assert "Captured kubesim call" in printed, printed[-3000:]
-    _compare(
+    compare_shown(
         _shown("-----"),
         _excerpt(printed, "-" * 28 + " Captured kubesim call", "oracles not selected"),
     )
